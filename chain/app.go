@@ -1,0 +1,259 @@
+// Package chain is the oGPU ABCI 2.0 application: it decodes and
+// authenticates transactions, routes their messages to the state machines,
+// runs the block lifecycle, commits the Merkle state and answers queries.
+//
+// The application is deterministic: its state after a block is a function of
+// its state before and the block's transactions. It reads no clock, no
+// randomness and no network, and never ranges over a map to write state.
+package chain
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/cometbft/cometbft/libs/log"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// AppVersion is the version of the state machine's rules, reported to
+// CometBFT. Any change that can change an app hash bumps it.
+const AppVersion uint64 = 1
+
+// Version is the software version.
+const Version = "0.1.0"
+
+// App is the ABCI application. CometBFT's local client serializes every call
+// to it, so it needs no locking of its own.
+type App struct {
+	abci.BaseApplication
+
+	tree   *store.Tree
+	logger log.Logger
+
+	// check is the mempool's view: the last committed state plus the
+	// transactions CheckTx accepted since.
+	check *store.Cache
+	// pending holds the height FinalizeBlock ran for, until Commit.
+	pending int64
+
+	invariants bool
+}
+
+// Option configures an App.
+type Option func(*App)
+
+// WithInvariants makes the app check every invariant after every block and
+// refuse to go on (halting the node) if one breaks. Tests turn it on.
+func WithInvariants() Option { return func(a *App) { a.invariants = true } }
+
+// WithLogger sets the logger.
+func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
+
+// NewApp returns the application over tree, which holds the committed state.
+func NewApp(tree *store.Tree, opts ...Option) *App {
+	a := &App{tree: tree, logger: log.NewNopLogger()}
+	for _, o := range opts {
+		o(a)
+	}
+	a.resetCheckState()
+	return a
+}
+
+func (a *App) resetCheckState() {
+	snap, err := a.tree.Snapshot(0)
+	if err != nil {
+		panic(err) // the latest version always exists
+	}
+	a.check = store.NewCache(snap)
+}
+
+// AppHash is sha256("ogpu/apphash/v1" | bigEndian(height) | root): it commits
+// to all state (the IAVL root) and to the height it was reached at.
+func AppHash(height int64, root []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("ogpu/apphash/v1"))
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(height)))
+	h.Write(root)
+	return h.Sum(nil)
+}
+
+// Info tells CometBFT where the application is, for the handshake that
+// replays any blocks it missed.
+func (a *App) Info(context.Context, *abci.InfoRequest) (*abci.InfoResponse, error) {
+	res := &abci.InfoResponse{Data: "ogpu", Version: Version, AppVersion: AppVersion}
+	if v := a.tree.Version(); v > 0 {
+		res.LastBlockHeight = v
+		res.LastBlockAppHash = AppHash(v, a.tree.Hash())
+	}
+	return res, nil
+}
+
+// InitChain writes the genesis state. Nothing is saved until the first
+// block's Commit, so a crash before it simply runs InitChain again.
+func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.InitChainResponse, error) {
+	doc, err := genesis.Parse(req.AppStateBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := matchValidators(doc, req.Validators); err != nil {
+		return nil, err
+	}
+	if req.InitialHeight > 1 {
+		a.tree.SetInitialVersion(uint64(req.InitialHeight))
+	}
+	c := store.NewCache(a.tree)
+	if err := initGenesis(c, req.ChainId, doc); err != nil {
+		return nil, err
+	}
+	c.Write()
+	if a.invariants {
+		if err := CheckInvariants(a.tree); err != nil {
+			return nil, fmt.Errorf("genesis: %w", err)
+		}
+	}
+	// Until the first Commit the mempool checks against the genesis state.
+	a.check = store.NewCache(a.tree)
+	height := req.InitialHeight - 1
+	if height < 0 {
+		height = 0
+	}
+	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash())}, nil
+}
+
+// matchValidators fills the app's validator list from CometBFT's genesis
+// validators when app_state has none, and otherwise insists they agree.
+func matchValidators(doc *genesis.Doc, vals []abci.ValidatorUpdate) error {
+	if len(doc.Validators) == 0 {
+		for i, v := range vals {
+			if v.PubKeyType != "ed25519" {
+				return fmt.Errorf("genesis validator %d: key type %q, want ed25519", i, v.PubKeyType)
+			}
+			doc.Validators = append(doc.Validators, genesis.Validator{Name: fmt.Sprintf("validator-%d", i), PubKey: v.PubKeyBytes, Power: v.Power})
+		}
+		return doc.Validate()
+	}
+	if len(vals) != len(doc.Validators) {
+		return fmt.Errorf("genesis lists %d validators in app_state and %d in validators", len(doc.Validators), len(vals))
+	}
+	for i, v := range vals {
+		w := doc.Validators[i]
+		if string(v.PubKeyBytes) != string(w.PubKey) || v.Power != w.Power {
+			return fmt.Errorf("genesis validator %d (%s) differs between app_state and validators", i, w.Name)
+		}
+	}
+	return nil
+}
+
+// CheckTx admits a transaction to the mempool if it would succeed on top of
+// the committed state and the transactions already admitted: every check of
+// FinalizeBlock, and its messages too, so a failing send is refused here with
+// nothing charged.
+func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	res := a.runTx(a.check, req.Tx, true)
+	return &abci.CheckTxResponse{
+		Code:      res.code,
+		Log:       res.log,
+		GasWanted: int64(res.gas),
+		GasUsed:   int64(res.gas),
+		Codespace: res.codespace,
+	}, nil
+}
+
+// PrepareProposal drops from the proposal the transactions that would be
+// refused outright, up to the byte limit.
+//
+// Proposals are made and checked between one Commit and the next
+// FinalizeBlock, so the working tree is the last committed state.
+func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalRequest) (*abci.PrepareProposalResponse, error) {
+	sim := store.NewCache(a.tree)
+	var txs [][]byte
+	var size int64
+	for _, tx := range req.Txs {
+		if size+int64(len(tx)) > req.MaxTxBytes {
+			break
+		}
+		if res := a.runTx(sim, tx, false); res.stage == stageRejected {
+			continue
+		}
+		txs = append(txs, tx)
+		size += int64(len(tx))
+	}
+	return &abci.PrepareProposalResponse{Txs: txs}, nil
+}
+
+// ProcessProposal rejects a proposal holding bytes that are not a
+// well-formed transaction for this chain. Stateful failures (a spent nonce)
+// are not grounds for rejection: FinalizeBlock records them as failed.
+func (a *App) ProcessProposal(_ context.Context, req *abci.ProcessProposalRequest) (*abci.ProcessProposalResponse, error) {
+	params := getParams(a.tree)
+	for _, bz := range req.Txs {
+		if uint64(len(bz)) > params.MaxTxBytes {
+			return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}, nil
+		}
+		if _, err := types.DecodeTx(bz); err != nil {
+			return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}, nil
+		}
+	}
+	return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_ACCEPT}, nil
+}
+
+// FinalizeBlock executes the decided block: every transaction in order, each
+// repeating all CheckTx checks, then the end-of-block work. Writes go to the
+// working tree in sorted key order; the returned app hash is its root and the
+// height.
+func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
+	if want := a.tree.Version() + 1; a.tree.Version() > 0 && req.Height != want {
+		return nil, fmt.Errorf("finalize block %d: the application is at height %d", req.Height, a.tree.Version())
+	}
+	block := store.NewCache(a.tree)
+	results := make([]*abci.ExecTxResult, len(req.Txs))
+	for i, tx := range req.Txs {
+		res := a.runTx(block, tx, false)
+		results[i] = &abci.ExecTxResult{
+			Code:      res.code,
+			Log:       res.log,
+			GasWanted: int64(res.gas),
+			GasUsed:   int64(res.gas),
+			Events:    res.events,
+			Codespace: res.codespace,
+		}
+	}
+	block.Write()
+	if a.invariants {
+		if err := CheckInvariants(a.tree); err != nil {
+			return nil, fmt.Errorf("block %d: %w", req.Height, err)
+		}
+	}
+	a.pending = req.Height
+	return &abci.FinalizeBlockResponse{
+		TxResults: results,
+		AppHash:   AppHash(req.Height, a.tree.WorkingHash()),
+	}, nil
+}
+
+// Commit saves the working tree as the block's version and resets the
+// mempool's view to it.
+func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
+	_, v, err := a.tree.SaveVersion()
+	if err != nil {
+		return nil, fmt.Errorf("cannot save state: %w", err)
+	}
+	if a.pending != 0 && v != a.pending {
+		return nil, fmt.Errorf("saved version %d for block %d", v, a.pending)
+	}
+	a.pending = 0
+	a.resetCheckState()
+	return &abci.CommitResponse{}, nil
+}
+
+// CheckInvariants runs every invariant over kv.
+func CheckInvariants(kv store.KV) error {
+	return escrow.SupplyInvariant(kv)
+}

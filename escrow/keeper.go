@@ -1,0 +1,130 @@
+package escrow
+
+import (
+	"fmt"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Keeper moves oGPU. Its methods either succeed completely or return an error
+// having written nothing.
+type Keeper struct {
+	kv store.KV
+}
+
+// NewKeeper returns a keeper over kv.
+func NewKeeper(kv store.KV) Keeper { return Keeper{kv: kv} }
+
+func getAmount(r store.Reader, key []byte) *uint256.Int {
+	bz := r.Get(key)
+	return new(uint256.Int).SetBytes(bz)
+}
+
+func setAmount(kv store.KV, key []byte, a *uint256.Int) {
+	if a.IsZero() {
+		kv.Delete(key)
+		return
+	}
+	b := a.Bytes32()
+	kv.Set(key, b[:])
+}
+
+// Balance returns addr's spendable balance.
+func (k Keeper) Balance(addr types.Address) *uint256.Int {
+	return getAmount(k.kv, BalanceKey(addr))
+}
+
+// FeePool returns the fees collected and not yet paid out.
+func (k Keeper) FeePool() *uint256.Int { return getAmount(k.kv, FeePoolKey()) }
+
+// Burned returns the total oGPU destroyed.
+func (k Keeper) Burned() *uint256.Int { return getAmount(k.kv, BurnedKey()) }
+
+// BridgeReserve returns the oGPU held for the Ethereum side of the bridge.
+func (k Keeper) BridgeReserve() *uint256.Int { return getAmount(k.kv, BridgeReserveKey()) }
+
+// sub debits amt from addr's balance.
+func (k Keeper) sub(addr types.Address, amt *uint256.Int) error {
+	bal := k.Balance(addr)
+	if bal.Lt(amt) {
+		return types.ErrInsufficientFunds.Wrapf("%s has %s, needs %s", addr, types.FormatAmount(bal), types.FormatAmount(amt))
+	}
+	setAmount(k.kv, BalanceKey(addr), new(uint256.Int).Sub(bal, amt))
+	return nil
+}
+
+// add credits amt to addr's balance. Balances cannot overflow: every amount is
+// part of a supply below 2^256.
+func (k Keeper) add(addr types.Address, amt *uint256.Int) {
+	bal := k.Balance(addr)
+	setAmount(k.kv, BalanceKey(addr), new(uint256.Int).Add(bal, amt))
+}
+
+// Send moves amt from one account to another.
+func (k Keeper) Send(from, to types.Address, amt *uint256.Int) error {
+	if err := k.sub(from, amt); err != nil {
+		return err
+	}
+	k.add(to, amt)
+	return nil
+}
+
+// CollectFee moves a transaction fee from its sender into the fee pool.
+func (k Keeper) CollectFee(from types.Address, fee *uint256.Int) error {
+	if fee.IsZero() {
+		return nil
+	}
+	if err := k.sub(from, fee); err != nil {
+		return err
+	}
+	setAmount(k.kv, FeePoolKey(), new(uint256.Int).Add(k.FeePool(), fee))
+	return nil
+}
+
+// SetGenesisBalance writes an account's balance at genesis.
+func (k Keeper) SetGenesisBalance(addr types.Address, bal *uint256.Int) {
+	setAmount(k.kv, BalanceKey(addr), bal)
+}
+
+// SetGenesisTotals writes the fee pool, burned total and bridge reserve at
+// genesis. The caller has checked that everything sums to MaxSupply.
+func (k Keeper) SetGenesisTotals(feePool, burned, reserve *uint256.Int) {
+	setAmount(k.kv, FeePoolKey(), feePool)
+	setAmount(k.kv, BurnedKey(), burned)
+	setAmount(k.kv, BridgeReserveKey(), reserve)
+}
+
+// IterateBalances calls fn for every non-zero balance in address order.
+func (k Keeper) IterateBalances(fn func(addr types.Address, bal *uint256.Int) (stop bool)) {
+	store.IteratePrefix(k.kv, []byte{prefixBalance}, func(key, value []byte) bool {
+		addr, err := ParseBalanceKey(key)
+		if err != nil {
+			panic(err) // only balance keys live under this prefix
+		}
+		return fn(addr, new(uint256.Int).SetBytes(value))
+	})
+}
+
+// SupplyInvariant checks sum(balances) + fee pool + bridge reserve + burned
+// == MaxSupply.
+func SupplyInvariant(r store.KV) error {
+	k := NewKeeper(r)
+	total := new(uint256.Int)
+	var overflow bool
+	k.IterateBalances(func(_ types.Address, bal *uint256.Int) bool {
+		_, o := total.AddOverflow(total, bal)
+		overflow = overflow || o
+		return false
+	})
+	for _, a := range []*uint256.Int{k.FeePool(), k.BridgeReserve(), k.Burned()} {
+		_, o := total.AddOverflow(total, a)
+		overflow = overflow || o
+	}
+	if overflow || !total.Eq(types.MaxSupply) {
+		return fmt.Errorf("supply invariant broken: holdings + burned = %s, want %s", total.Dec(), types.MaxSupply.Dec())
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	ics23 "github.com/cosmos/ics23/go"
+	"github.com/cosmos/iavl"
+	iavldb "github.com/cosmos/iavl/db"
+)
+
+// Tree is the persistent state: an IAVL+ Merkle tree on LevelDB. Version n of
+// the tree is the state after block n.
+type Tree struct {
+	db   iavldb.DB
+	tree *iavl.MutableTree
+}
+
+// OpenTree opens (or creates) the tree stored in dir/name.db and loads its
+// latest version. An empty dir is an empty tree at version 0.
+func OpenTree(dir, name string) (*Tree, error) {
+	db, err := iavldb.NewGoLevelDB(name, dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open state database in %s: %w", dir, err)
+	}
+	t, err := newTree(db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// NewMemTree returns an empty tree in memory, for tests and tools.
+func NewMemTree() *Tree {
+	t, err := newTree(iavldb.NewMemDB())
+	if err != nil {
+		panic(err) // an empty in-memory tree always loads
+	}
+	return t
+}
+
+func newTree(db iavldb.DB) (*Tree, error) {
+	tree := iavl.NewMutableTree(db, 10_000, true, iavl.NewNopLogger(), iavl.SyncOption(true))
+	if _, err := tree.Load(); err != nil {
+		return nil, fmt.Errorf("cannot load state tree: %w", err)
+	}
+	return &Tree{db: db, tree: tree}, nil
+}
+
+// Version is the last saved version (block height); 0 before the first.
+func (t *Tree) Version() int64 { return t.tree.Version() }
+
+// Hash is the root hash of the last saved version.
+func (t *Tree) Hash() []byte { return t.tree.Hash() }
+
+// WorkingHash is the root hash including unsaved writes.
+func (t *Tree) WorkingHash() []byte { return t.tree.WorkingHash() }
+
+// SetInitialVersion makes the first saved version v instead of 1, for chains
+// whose genesis starts above height 1.
+func (t *Tree) SetInitialVersion(v uint64) { t.tree.SetInitialVersion(v) }
+
+// SaveVersion persists the working tree as the next version.
+func (t *Tree) SaveVersion() ([]byte, int64, error) { return t.tree.SaveVersion() }
+
+// Rollback discards unsaved writes.
+func (t *Tree) Rollback() { t.tree.Rollback() }
+
+// Get reads the working tree.
+func (t *Tree) Get(key []byte) []byte {
+	v, err := t.tree.Get(key)
+	if err != nil {
+		panic(fmt.Errorf("store: get: %w", err))
+	}
+	return v
+}
+
+// Set writes to the working tree.
+func (t *Tree) Set(key, value []byte) {
+	if len(value) == 0 {
+		panic("store: empty value; delete the key instead")
+	}
+	if _, err := t.tree.Set(key, value); err != nil {
+		panic(fmt.Errorf("store: set: %w", err))
+	}
+}
+
+// Delete removes key from the working tree.
+func (t *Tree) Delete(key []byte) {
+	if _, _, err := t.tree.Remove(key); err != nil {
+		panic(fmt.Errorf("store: delete: %w", err))
+	}
+}
+
+// Iterate walks the working tree.
+func (t *Tree) Iterate(start, end []byte, fn func(key, value []byte) bool) {
+	it, err := t.tree.Iterator(start, end, true)
+	if err != nil {
+		panic(fmt.Errorf("store: iterate: %w", err))
+	}
+	defer it.Close()
+	for ; it.Valid(); it.Next() {
+		if fn(it.Key(), it.Value()) {
+			return
+		}
+	}
+	if err := it.Error(); err != nil {
+		panic(fmt.Errorf("store: iterate: %w", err))
+	}
+}
+
+// Snapshot is a read-only saved version: what queries and the mempool read.
+type Snapshot struct {
+	t *iavl.ImmutableTree
+}
+
+// ErrVersionNotFound is returned for a version the tree does not hold.
+var ErrVersionNotFound = errors.New("version not found")
+
+// Snapshot returns the saved version v (v <= 0: the latest).
+func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
+	if v <= 0 {
+		v = t.tree.Version()
+	}
+	if v == 0 {
+		// Nothing saved yet: an empty snapshot.
+		return &Snapshot{t: iavl.NewImmutableTree(iavldb.NewMemDB(), 0, true, iavl.NewNopLogger())}, nil
+	}
+	if !t.tree.VersionExists(v) {
+		return nil, fmt.Errorf("%w: %d (latest is %d)", ErrVersionNotFound, v, t.tree.Version())
+	}
+	it, err := t.tree.GetImmutable(v)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load version %d: %w", v, err)
+	}
+	return &Snapshot{t: it}, nil
+}
+
+// Version is the snapshot's version.
+func (s *Snapshot) Version() int64 { return s.t.Version() }
+
+// Hash is the snapshot's root hash.
+func (s *Snapshot) Hash() []byte { return s.t.Hash() }
+
+func (s *Snapshot) Get(key []byte) []byte {
+	v, err := s.t.Get(key)
+	if err != nil {
+		panic(fmt.Errorf("store: get: %w", err))
+	}
+	return v
+}
+
+func (s *Snapshot) Iterate(start, end []byte, fn func(key, value []byte) bool) {
+	it, err := s.t.Iterator(start, end, true)
+	if err != nil {
+		panic(fmt.Errorf("store: iterate: %w", err))
+	}
+	defer it.Close()
+	for ; it.Valid(); it.Next() {
+		if fn(it.Key(), it.Value()) {
+			return
+		}
+	}
+}
+
+// Set and Delete make a snapshot usable as the parent of a Cache; writing to
+// a snapshot itself is a programming error.
+func (s *Snapshot) Set(key, value []byte) { panic("store: write to read-only snapshot") }
+func (s *Snapshot) Delete(key []byte)     { panic("store: write to read-only snapshot") }
+
+// Prove returns an ICS-23 proof that key holds its value in this snapshot, or
+// that it is absent.
+func (s *Snapshot) Prove(key []byte) (*ics23.CommitmentProof, error) {
+	return s.t.GetProof(key)
+}
+
+// VerifyProof checks an ICS-23 proof for key against root: value nil means a
+// proof of absence.
+func VerifyProof(proof *ics23.CommitmentProof, root, key, value []byte) bool {
+	if value == nil {
+		return ics23.VerifyNonMembership(ics23.IavlSpec, root, proof, key)
+	}
+	return ics23.VerifyMembership(ics23.IavlSpec, root, proof, key, value)
+}
+
+// Close closes the database.
+func (t *Tree) Close() error {
+	return errors.Join(t.tree.Close(), t.db.Close())
+}
