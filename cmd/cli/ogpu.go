@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/wallet"
+)
+
+// PasswordEnv is the environment variable a key's password may come from.
+const PasswordEnv = "OGPU_PASSWORD"
+
+// NewOgpuCommand returns the ogpu root command.
+func NewOgpuCommand() *cobra.Command {
+	v := viper.New()
+	root := &cobra.Command{
+		Use:   "ogpu",
+		Short: "oGPU wallet and client: keys, transactions and queries",
+		Long: `oGPU wallet and client. Keys are go-ethereum keystore files under
+HOME/keystore (the same key works on Ethereum for the bridge). Settings come
+from flags, then OGPU_* environment variables (OGPU_NODE, OGPU_CHAIN_ID,
+OGPU_OUTPUT, OGPU_PASSWORD), then HOME/config.toml.`,
+		SilenceUsage: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			home := expandHome(v.GetString("home"))
+			if h, _ := cmd.Flags().GetString("home"); cmd.Flags().Changed("home") {
+				home = expandHome(h)
+			}
+			if err := bindViper(cmd, v, filepath.Join(home, "config.toml")); err != nil {
+				return err
+			}
+			// Flags not set on the command line take the env/config value.
+			for _, name := range []string{"node", "chain-id", "output"} {
+				if f := cmd.Flags().Lookup(name); f != nil && !f.Changed && v.IsSet(name) {
+					if err := f.Value.Set(v.GetString(name)); err != nil {
+						return fmt.Errorf("invalid %s: %w", name, err)
+					}
+				}
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("home", "~/.ogpu", "wallet home: keystore and config.toml")
+	pf.String("node", "http://127.0.0.1:26657", "RPC address of the node to talk to")
+	pf.String("chain-id", "", "chain id for signing (default: ask the node)")
+	pf.StringP("output", "o", "text", "output format: text or json")
+	pf.String("password-file", "", "read the key password from this file (first line)")
+	root.AddCommand(newKeysCmd(), newTxCmd(), newQueryCmd(), newStatusCmd())
+	return root
+}
+
+func openWallet(cmd *cobra.Command) (*wallet.Store, error) {
+	h, _ := cmd.Flags().GetString("home")
+	return wallet.Open(filepath.Join(expandHome(h), "keystore"))
+}
+
+func password(cmd *cobra.Command, prompt string, confirm bool) (string, error) {
+	file, _ := cmd.Flags().GetString("password-file")
+	return wallet.ReadPassword(file, PasswordEnv, prompt, confirm, cmd.ErrOrStderr())
+}
+
+func dialNode(cmd *cobra.Command) (*node.Client, error) {
+	addr, _ := cmd.Flags().GetString("node")
+	return node.Dial(addr)
+}
+
+// resolveAddress accepts a 0x address or the name of a key in the wallet.
+func resolveAddress(cmd *cobra.Command, s string) (types.Address, error) {
+	if addr, err := types.ParseAddress(s); err == nil {
+		return addr, nil
+	}
+	w, err := openWallet(cmd)
+	if err != nil {
+		return types.Address{}, err
+	}
+	k, err := w.Get(s)
+	if err != nil {
+		return types.Address{}, fmt.Errorf("%q is neither a 0x address nor a key in the wallet: %w", s, err)
+	}
+	return k.Address, nil
+}
+
+func cmdContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx, stop := waitCtx(cmd)
+	t, _ := cmd.Flags().GetDuration("timeout")
+	if t <= 0 {
+		t = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	return ctx, func() { cancel(); stop() }
+}

@@ -1,0 +1,219 @@
+// Package node is the off-chain side of an oGPU node: it embeds CometBFT with
+// the chain application in-process, lays out node home directories, and
+// (in later work) runs the provider, client and validator agents.
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	cmtcfg "github.com/cometbft/cometbft/config"
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/libs/log"
+	nm "github.com/cometbft/cometbft/node"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/privval"
+	"github.com/cometbft/cometbft/proxy"
+	cmttypes "github.com/cometbft/cometbft/types"
+	cmttime "github.com/cometbft/cometbft/types/time"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/store"
+)
+
+// StateDBName is the application state database under the node's data dir.
+const StateDBName = "ogpu-state"
+
+// DefaultConfig is CometBFT's default node configuration with the block
+// timing oGPU uses: a block about every second.
+func DefaultConfig(home string) *cmtcfg.Config {
+	c := cmtcfg.DefaultConfig()
+	c.SetRoot(home)
+	c.Consensus.TimeoutPropose = time.Second
+	c.Consensus.TimeoutCommit = 500 * time.Millisecond
+	c.P2P.AllowDuplicateIP = true // several validators on one host (testnet)
+	c.P2P.AddrBookStrict = false
+	c.LogLevel = "error"
+	return c
+}
+
+// InitOptions describe a new node home.
+type InitOptions struct {
+	Home    string
+	ChainID string
+	Moniker string
+	// Genesis is the app_state; nil means genesis.Default().
+	Genesis *genesis.Doc
+	// Config overrides DefaultConfig when set; its root is set to Home.
+	Config *cmtcfg.Config
+}
+
+// InitHome writes a node home: config/config.toml, the node key, the
+// validator key and a genesis.json in which this node is the sole validator.
+// It refuses to overwrite an existing genesis.
+func InitHome(o InitOptions) (*cmtcfg.Config, error) {
+	if o.ChainID == "" {
+		return nil, errors.New("chain id is empty: pass --chain-id")
+	}
+	conf := o.Config
+	if conf == nil {
+		conf = DefaultConfig(o.Home)
+	}
+	conf.SetRoot(o.Home)
+	if o.Moniker != "" {
+		conf.Moniker = o.Moniker
+	}
+	if _, err := os.Stat(conf.GenesisFile()); err == nil {
+		return nil, fmt.Errorf("%s already exists: choose another --home or remove it", conf.GenesisFile())
+	}
+	cmtcfg.EnsureRoot(o.Home)
+	cmtcfg.WriteConfigFile(filepath.Join(o.Home, "config", "config.toml"), conf)
+	if _, err := p2p.LoadOrGenNodeKey(conf.NodeKeyFile()); err != nil {
+		return nil, fmt.Errorf("cannot create node key: %w", err)
+	}
+	pv, err := privval.LoadOrGenFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile(), func() (cmtcrypto.PrivKey, error) { return ed25519.GenPrivKey(), nil })
+	if err != nil {
+		return nil, fmt.Errorf("cannot create validator key: %w", err)
+	}
+	pub, err := pv.GetPubKey()
+	if err != nil {
+		return nil, err
+	}
+	doc := o.Genesis
+	if doc == nil {
+		doc = genesis.Default()
+	}
+	gen := &cmttypes.GenesisDoc{
+		GenesisTime:     cmttime.Now(),
+		ChainID:         o.ChainID,
+		InitialHeight:   1,
+		ConsensusParams: cmttypes.DefaultConsensusParams(),
+		Validators:      []cmttypes.GenesisValidator{{Address: pub.Address(), PubKey: pub, Power: 10, Name: conf.Moniker}},
+	}
+	if err := WriteGenesis(conf.GenesisFile(), gen, doc); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// ReadGenesis reads genesis.json and its app_state.
+func ReadGenesis(path string) (*cmttypes.GenesisDoc, *genesis.Doc, error) {
+	gen, err := cmttypes.GenesisDocFromFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read genesis: %w", err)
+	}
+	doc, err := genesis.Parse(gen.AppState)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return gen, doc, nil
+}
+
+// WriteGenesis validates doc and writes it as gen's app_state to path.
+func WriteGenesis(path string, gen *cmttypes.GenesisDoc, doc *genesis.Doc) error {
+	if err := doc.Validate(); err != nil {
+		return err
+	}
+	bz, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	gen.AppState = bz
+	if err := gen.ValidateAndComplete(); err != nil {
+		return fmt.Errorf("invalid genesis: %w", err)
+	}
+	return gen.SaveAs(path)
+}
+
+// ChainNode is a running CometBFT node with the oGPU app in-process.
+type ChainNode struct {
+	*nm.Node
+	App  *chain.App
+	tree *store.Tree
+}
+
+// StartChainNode opens the app state under conf's data dir and starts
+// CometBFT with the app behind a local client. CometBFT's handshake replays
+// any blocks the app missed, so a node stopped at any point resumes.
+func StartChainNode(ctx context.Context, conf *cmtcfg.Config, logger log.Logger, opts ...chain.Option) (*ChainNode, error) {
+	if err := conf.ValidateBasic(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	if _, err := os.Stat(conf.GenesisFile()); err != nil {
+		return nil, fmt.Errorf("no genesis at %s: run `ogpud init --home %s` first", conf.GenesisFile(), conf.RootDir)
+	}
+	tree, err := store.OpenTree(conf.DBDir(), StateDBName)
+	if err != nil {
+		return nil, err
+	}
+	app := chain.NewApp(tree, append([]chain.Option{chain.WithLogger(logger.With("module", "app"))}, opts...)...)
+	nodeKey, err := p2p.LoadNodeKey(conf.NodeKeyFile())
+	if err != nil {
+		tree.Close()
+		return nil, fmt.Errorf("cannot load node key: %w", err)
+	}
+	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
+	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(app),
+		nm.DefaultGenesisDocProviderFunc(conf), cmtcfg.DefaultDBProvider,
+		nm.DefaultMetricsProvider(conf.Instrumentation), logger)
+	if err != nil {
+		tree.Close()
+		return nil, fmt.Errorf("cannot create node: %w", err)
+	}
+	if err := n.Start(); err != nil {
+		tree.Close()
+		return nil, fmt.Errorf("cannot start node: %w", err)
+	}
+	return &ChainNode{Node: n, App: app, tree: tree}, nil
+}
+
+// Close stops the node and closes the state database.
+func (n *ChainNode) Close() error {
+	var errs []error
+	if n.Node.IsRunning() {
+		if err := n.Node.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		n.Node.Wait()
+	}
+	errs = append(errs, n.tree.Close())
+	return errors.Join(errs...)
+}
+
+// FreePort asks the OS for a free TCP port on loopback. Another process may
+// take it before the caller listens; callers use it for tests and devnets.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LocalConfig returns DefaultConfig for a single-process node under home that
+// listens on free loopback ports and makes blocks every blockTime.
+func LocalConfig(home string, blockTime time.Duration) (*cmtcfg.Config, error) {
+	conf := DefaultConfig(home)
+	rpcPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p2pPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	conf.RPC.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", rpcPort)
+	conf.P2P.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", p2pPort)
+	conf.Consensus.TimeoutPropose = 2 * blockTime
+	conf.Consensus.TimeoutCommit = blockTime
+	return conf, nil
+}

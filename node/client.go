@@ -1,0 +1,263 @@
+package node
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
+	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Client talks to a node over CometBFT RPC: queries the app, builds, signs
+// and broadcasts transactions, and waits for their inclusion.
+type Client struct {
+	RPC rpcclient.Client
+}
+
+// Dial connects to a node's RPC address, e.g. http://127.0.0.1:26657 or
+// tcp://127.0.0.1:26657.
+func Dial(addr string) (*Client, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	c, err := rpchttp.New(addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use node address %q: %w", addr, err)
+	}
+	return &Client{RPC: c}, nil
+}
+
+// QueryError is a query the app refused.
+type QueryError struct {
+	Code uint32
+	Log  string
+}
+
+func (e *QueryError) Error() string { return fmt.Sprintf("query refused (code %d): %s", e.Code, e.Log) }
+
+// Query runs an app query at height (0: latest).
+func (c *Client) Query(ctx context.Context, path string, data []byte, height int64, prove bool) (*abci.QueryResponse, error) {
+	res, err := c.RPC.ABCIQueryWithOptions(ctx, path, data, rpcclient.ABCIQueryOptions{Height: height, Prove: prove})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach node: %w", err)
+	}
+	if res.Response.Code != 0 {
+		return nil, &QueryError{Code: res.Response.Code, Log: res.Response.Log}
+	}
+	return &res.Response, nil
+}
+
+func (c *Client) queryJSON(ctx context.Context, path string, out any) error {
+	res, err := c.Query(ctx, path, nil, 0, false)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(res.Value, out); err != nil {
+		return fmt.Errorf("cannot decode %s answer: %w", path, err)
+	}
+	return nil
+}
+
+// Account returns an account's balance and next nonce.
+func (c *Client) Account(ctx context.Context, addr types.Address) (*chain.AccountView, error) {
+	var v chain.AccountView
+	return &v, c.queryJSON(ctx, chain.QueryAccount+addr.Hex(), &v)
+}
+
+// Params returns the chain's transaction parameters.
+func (c *Client) Params(ctx context.Context) (*genesis.Params, error) {
+	var p genesis.Params
+	return &p, c.queryJSON(ctx, chain.QueryParams, &p)
+}
+
+// Supply returns the supply breakdown.
+func (c *Client) Supply(ctx context.Context) (*chain.SupplyView, error) {
+	var v chain.SupplyView
+	return &v, c.queryJSON(ctx, chain.QuerySupply, &v)
+}
+
+// ChainID asks the node which chain it runs.
+func (c *Client) ChainID(ctx context.Context) (string, error) {
+	st, err := c.RPC.Status(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cannot reach node: %w", err)
+	}
+	return st.NodeInfo.Network, nil
+}
+
+// BuildOptions are the optional fields of a transaction. Zero values mean:
+// ask the node for the chain id and the nonce, pay the required fee.
+type BuildOptions struct {
+	ChainID string
+	Nonce   *uint64
+	Fee     *uint256.Int
+	Memo    string
+}
+
+// SignTx builds a transaction of msgs from key's account and signs it.
+func (c *Client) SignTx(ctx context.Context, key *ecdsa.PrivateKey, msgs []types.RawMsg, o BuildOptions) ([]byte, *types.Tx, error) {
+	tx := &types.Tx{Body: types.TxBody{ChainID: o.ChainID, Msgs: msgs, Memo: o.Memo}}
+	if err := tx.Sign(key); err != nil { // fills in From
+		return nil, nil, err
+	}
+	if tx.Body.ChainID == "" {
+		id, err := c.ChainID(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx.Body.ChainID = id
+	}
+	if o.Nonce != nil {
+		tx.Body.Nonce = *o.Nonce
+	} else {
+		acct, err := c.Account(ctx, tx.Body.From)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx.Body.Nonce = acct.Nonce
+	}
+	if o.Fee != nil {
+		tx.Body.Fee = o.Fee
+	} else {
+		params, err := c.Params(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx.Body.Fee = RequiredFee(params, tx)
+	}
+	if err := tx.Sign(key); err != nil {
+		return nil, nil, err
+	}
+	bz, err := tx.Encode()
+	return bz, tx, err
+}
+
+// RequiredFee is the fee params charge for tx, computed on its largest
+// encoding (the fee field at full width and a full signature) so that the
+// signed transaction never needs more than it pays.
+func RequiredFee(params *genesis.Params, tx *types.Tx) *uint256.Int {
+	probe := *tx
+	probe.Body.Fee = new(uint256.Int).SetAllOne()
+	probe.Sig = make([]byte, 65)
+	bz, err := probe.Encode()
+	if err != nil {
+		panic(err)
+	}
+	return params.RequiredFee(len(bz), len(tx.Body.Msgs))
+}
+
+// TxError is a transaction the node refused or that failed in its block.
+type TxError struct {
+	Hash   []byte
+	Height int64
+	Code   uint32
+	Log    string
+}
+
+func (e *TxError) Error() string {
+	if e.Height > 0 {
+		return fmt.Sprintf("transaction %X failed in block %d (code %d): %s", e.Hash, e.Height, e.Code, e.Log)
+	}
+	return fmt.Sprintf("transaction refused (code %d): %s", e.Code, e.Log)
+}
+
+// Broadcast submits a signed transaction to the mempool; a refusal by
+// CheckTx comes back as *TxError.
+func (c *Client) Broadcast(ctx context.Context, bz []byte) ([]byte, error) {
+	res, err := c.RPC.BroadcastTxSync(ctx, bz)
+	if err != nil {
+		return types.TxHash(bz), c.broadcastError(ctx, bz, err)
+	}
+	if res.Code != 0 {
+		return res.Hash, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
+	}
+	return res.Hash, nil
+}
+
+var checkTxRefusal = regexp.MustCompile(`code=(\d+), data=.*, log='(.*)', codespace='`)
+
+// broadcastError turns the RPC's refusal into a *TxError. The mempool
+// remembers the transactions it has seen and refuses them again without
+// asking the app; for those the nonce is looked up so the answer says why.
+func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error {
+	msg := err.Error()
+	if m := checkTxRefusal.FindStringSubmatch(msg); m != nil {
+		code, _ := strconv.ParseUint(m[1], 10, 32)
+		return &TxError{Code: uint32(code), Log: m[2]}
+	}
+	if strings.Contains(msg, "tx already exists in cache") {
+		tx, derr := types.DecodeTx(bz)
+		if derr != nil {
+			return &TxError{Code: types.ErrMalformedTx.Code, Log: derr.Error()}
+		}
+		acct, qerr := c.Account(ctx, tx.Body.From)
+		if qerr != nil {
+			return errors.Join(err, qerr)
+		}
+		if tx.Body.Nonce < acct.Nonce {
+			return &TxError{Code: types.ErrNonceUsed.Code, Log: types.ErrNonceUsed.Wrapf(
+				"nonce %d of %s was already used; the next nonce is %d (this transaction was already broadcast)",
+				tx.Body.Nonce, tx.Body.From, acct.Nonce).Error()}
+		}
+		return &TxError{Code: types.ErrNonceUsed.Code, Log: fmt.Sprintf("transaction with nonce %d of %s is already in the mempool, waiting for a block", tx.Body.Nonce, tx.Body.From)}
+	}
+	return fmt.Errorf("cannot broadcast: %w", err)
+}
+
+// WaitTx polls until the transaction is in a block or ctx ends.
+func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		res, err := c.RPC.Tx(ctx, hash, false)
+		if err == nil {
+			if res.TxResult.Code != 0 {
+				return res, &TxError{Hash: hash, Height: res.Height, Code: res.TxResult.Code, Log: res.TxResult.Log}
+			}
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("transaction %X not included yet: %w", hash, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// BroadcastAndWait broadcasts and waits for inclusion.
+func (c *Client) BroadcastAndWait(ctx context.Context, bz []byte) (*ctypes.ResultTx, error) {
+	hash, err := c.Broadcast(ctx, bz)
+	if err != nil {
+		return nil, err
+	}
+	return c.WaitTx(ctx, hash)
+}
+
+// WaitHeight waits until the node has committed height h.
+func (c *Client) WaitHeight(ctx context.Context, h int64) error {
+	for {
+		st, err := c.RPC.Status(ctx)
+		if err == nil && st.SyncInfo.LatestBlockHeight >= h {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(fmt.Errorf("height %d not reached", h), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
