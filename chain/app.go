@@ -142,10 +142,15 @@ func matchValidators(doc *genesis.Doc, vals []abci.ValidatorUpdate) error {
 	if len(vals) != len(doc.Validators) {
 		return fmt.Errorf("genesis lists %d validators in app_state and %d in validators", len(doc.Validators), len(vals))
 	}
-	for i, v := range vals {
-		w := doc.Validators[i]
-		if string(v.PubKeyBytes) != string(w.PubKey) || v.Power != w.Power {
-			return fmt.Errorf("genesis validator %d (%s) differs between app_state and validators", i, w.Name)
+	// CometBFT passes its validators sorted by power and address: compare as
+	// sets (lookups only; nothing is iterated in map order).
+	power := make(map[string]int64, len(vals))
+	for _, v := range vals {
+		power[string(v.PubKeyBytes)] = v.Power
+	}
+	for i, w := range doc.Validators {
+		if p, ok := power[string(w.PubKey)]; !ok || p != w.Power {
+			return fmt.Errorf("genesis validator %d (%s) is not in CometBFT's validators with power %d", i, w.Name, w.Power)
 		}
 	}
 	return nil

@@ -81,7 +81,7 @@ func readPasswordFile(path string) (string, error) {
 		return "", fmt.Errorf("read password file %s: %w", path, err)
 	}
 	line = strings.TrimSuffix(line, "\n")
-	
+	line = strings.TrimSuffix(line, "\r")
 	return line, nil
 }
 

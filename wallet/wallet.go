@@ -194,7 +194,7 @@ func (s *Store) Import(name string, keyJSON []byte, password, newPassword string
 	k, err := keystore.DecryptKey(keyJSON, password)
 	if err != nil {
 		if errors.Is(err, keystore.ErrDecrypt) {
-			return Key{}, fmt.Errorf("import %q: the password does not decrypt this key file: %w", name, ErrWrongPassword)
+			return Key{}, fmt.Errorf("import %q: %w: the password does not decrypt this key file; give the password it was exported with", name, ErrWrongPassword)
 		}
 		return Key{}, fmt.Errorf("import %q: cannot decrypt the key file: %w", name, err)
 	}
@@ -480,7 +480,7 @@ func decrypt(data []byte, key Key, password string) (*ecdsa.PrivateKey, error) {
 	k, err := keystore.DecryptKey(data, password)
 	if err != nil {
 		if errors.Is(err, keystore.ErrDecrypt) {
-			return nil, fmt.Errorf("key %q: %w", key.Name, ErrWrongPassword)
+			return nil, fmt.Errorf("key %q: %w; give the password the key was saved with", key.Name, ErrWrongPassword)
 		}
 		return nil, fmt.Errorf("%w %s: cannot decrypt: %w; remove the file or re-import the key", ErrCorrupt, key.Path, err)
 	}
@@ -497,7 +497,6 @@ func decrypt(data []byte, key Key, password string) (*ecdsa.PrivateKey, error) {
 type keyFileJSON struct {
 	Address string          `json:"address"`
 	Crypto  json.RawMessage `json:"crypto"`
-	Version json.RawMessage `json:"version"`
 }
 
 // checkKeystoreJSON checks that data looks like a keystore file, so that a

@@ -53,13 +53,18 @@ OGPU_OUTPUT, OGPU_PASSWORD), then HOME/config.toml.`,
 	pf.String("chain-id", "", "chain id for signing (default: ask the node)")
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("password-file", "", "read the key password from this file (first line)")
+	pf.Bool("lightkdf", false, "new keys use light scrypt parameters (faster, weaker; as geth's --lightkdf)")
 	root.AddCommand(newKeysCmd(), newTxCmd(), newQueryCmd(), newStatusCmd())
 	return root
 }
 
 func openWallet(cmd *cobra.Command) (*wallet.Store, error) {
 	h, _ := cmd.Flags().GetString("home")
-	return wallet.Open(filepath.Join(expandHome(h), "keystore"))
+	var opts []wallet.Option
+	if light, _ := cmd.Flags().GetBool("lightkdf"); light {
+		opts = append(opts, wallet.WithLightScrypt())
+	}
+	return wallet.Open(filepath.Join(expandHome(h), "keystore"), opts...)
 }
 
 func password(cmd *cobra.Command, prompt string, confirm bool) (string, error) {

@@ -31,7 +31,6 @@ func NewOgpudCommand() *cobra.Command {
 		Version:       chain.Version,
 	}
 	root.PersistentFlags().String("home", "~/.ogpud", "node home directory")
-	root.PersistentFlags().StringP("output", "o", "text", "output format: text or json")
 	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd())
 	return root
 }
@@ -62,6 +61,7 @@ func newInitCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().String("chain-id", "", "chain id (required)")
+	cmd.Flags().StringP("output", "o", "text", "output format: text or json")
 	cmd.Flags().String("moniker", "ogpu-node", "node name")
 	_ = cmd.MarkFlagRequired("chain-id")
 	return cmd
@@ -98,6 +98,7 @@ func newGenesisCmd() *cobra.Command {
 			})
 		},
 	}
+	add.Flags().StringP("output", "o", "text", "output format: text or json")
 	cmd.AddCommand(add)
 	return cmd
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,12 +74,12 @@ persistent peers between them on loopback ports. Start each with
 			if err != nil {
 				return err
 			}
-			return output(cmd, nodes, func(w io.Writer) {
-				fmt.Fprintf(w, "testnet %s: %d validators in %s\n", chainID, n, out)
-				for _, nd := range nodes {
-					fmt.Fprintf(w, "  ogpud start --home %s    # %s, rpc %s\n", nd.Home, nd.Moniker, nd.RPC)
-				}
-			})
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "testnet %s: %d validators in %s\n", chainID, n, out)
+			for _, nd := range nodes {
+				fmt.Fprintf(w, "  ogpud start --home %s    # %s, rpc %s\n", nd.Home, nd.Moniker, nd.RPC)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().Int("validators", 4, "number of validators")
