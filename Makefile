@@ -1,0 +1,46 @@
+# oGPU network. `make devnet` runs a round end to end; `make test` is what CI runs.
+GO        ?= go
+BIN       ?= bin
+# Packages with goroutines of their own: run under the race detector.
+RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/...
+FUZZTIME  ?= 30s
+
+.PHONY: all build test unit race vet lint fmt fuzz bench devnet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/ogpud ./cmd/ogpu
+
+# The README's test command: vet, formatting, every test, then the race
+# detector on the concurrent packages.
+test: lint unit race
+
+unit:
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+vet:
+	$(GO) vet ./...
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTx$$' -fuzztime $(FUZZTIME) ./types
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckTx$$' -fuzztime $(FUZZTIME) ./chain
+
+bench:
+	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
+
+devnet:
+	$(GO) run ./cmd/ogpud devnet
+
+clean:
+	rm -rf $(BIN)
