@@ -26,6 +26,8 @@ import (
 // and broadcasts transactions, and waits for their inclusion.
 type Client struct {
 	RPC rpcclient.Client
+	// Addr is the node's RPC address, for error messages ("" in-process).
+	Addr string
 }
 
 // Dial connects to a node's RPC address, e.g. http://127.0.0.1:26657 or
@@ -38,7 +40,15 @@ func Dial(addr string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot use node address %q: %w", addr, err)
 	}
-	return &Client{RPC: c}, nil
+	return &Client{RPC: c, Addr: addr}, nil
+}
+
+// Unreachable wraps a transport error with the address and what to check.
+func (c *Client) Unreachable(err error) error {
+	if c.Addr == "" {
+		return fmt.Errorf("cannot reach node: %w", err)
+	}
+	return fmt.Errorf("cannot reach node at %s (is `ogpud start` running there? set --node or OGPU_NODE): %w", c.Addr, err)
 }
 
 // QueryError is a query the app refused.
@@ -53,7 +63,7 @@ func (e *QueryError) Error() string { return fmt.Sprintf("query refused (code %d
 func (c *Client) Query(ctx context.Context, path string, data []byte, height int64, prove bool) (*abci.QueryResponse, error) {
 	res, err := c.RPC.ABCIQueryWithOptions(ctx, path, data, rpcclient.ABCIQueryOptions{Height: height, Prove: prove})
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach node: %w", err)
+		return nil, c.Unreachable(err)
 	}
 	if res.Response.Code != 0 {
 		return nil, &QueryError{Code: res.Response.Code, Log: res.Response.Log}
@@ -94,7 +104,7 @@ func (c *Client) Supply(ctx context.Context) (*chain.SupplyView, error) {
 func (c *Client) ChainID(ctx context.Context) (string, error) {
 	st, err := c.RPC.Status(ctx)
 	if err != nil {
-		return "", fmt.Errorf("cannot reach node: %w", err)
+		return "", c.Unreachable(err)
 	}
 	return st.NodeInfo.Network, nil
 }

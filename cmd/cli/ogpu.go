@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,18 +27,23 @@ func NewOgpuCommand() *cobra.Command {
 		Long: `oGPU wallet and client. Keys are go-ethereum keystore files under
 HOME/keystore (the same key works on Ethereum for the bridge). Settings come
 from flags, then OGPU_* environment variables (OGPU_NODE, OGPU_CHAIN_ID,
-OGPU_OUTPUT, OGPU_PASSWORD), then HOME/config.toml.`,
+OGPU_OUTPUT, OGPU_PASSWORD, OGPU_PASSWORD_FILE, OGPU_HOME), then
+HOME/config.toml (keys node, chain-id, output, password-file).`,
 		SilenceUsage: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			home := expandHome(v.GetString("home"))
-			if h, _ := cmd.Flags().GetString("home"); cmd.Flags().Changed("home") {
-				home = expandHome(h)
+			home, _ := cmd.Flags().GetString("home")
+			if env := os.Getenv("OGPU_HOME"); env != "" && !cmd.Flags().Changed("home") {
+				home = env
+				if err := cmd.Flags().Set("home", env); err != nil {
+					return err
+				}
 			}
+			home = expandHome(home)
 			if err := bindViper(cmd, v, filepath.Join(home, "config.toml")); err != nil {
 				return err
 			}
 			// Flags not set on the command line take the env/config value.
-			for _, name := range []string{"node", "chain-id", "output"} {
+			for _, name := range []string{"node", "chain-id", "output", "password-file"} {
 				if f := cmd.Flags().Lookup(name); f != nil && !f.Changed && v.IsSet(name) {
 					if err := f.Value.Set(v.GetString(name)); err != nil {
 						return fmt.Errorf("invalid %s: %w", name, err)

@@ -300,7 +300,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			st, err := c.RPC.Status(ctx)
 			if err != nil {
-				return fmt.Errorf("cannot reach node: %w", err)
+				return c.Unreachable(err)
 			}
 			out := StatusOutput{ChainID: st.NodeInfo.Network, Moniker: st.NodeInfo.Moniker, NodeID: string(st.NodeInfo.ID()), Height: st.SyncInfo.LatestBlockHeight,
 				AppHash: st.SyncInfo.LatestAppHash.String(), BlockTime: st.SyncInfo.LatestBlockTime.UTC().Format("2006-01-02T15:04:05.000Z"), CatchingUp: st.SyncInfo.CatchingUp}
