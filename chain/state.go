@@ -71,8 +71,11 @@ func initGenesis(kv store.KV, chainID string, d *genesis.Doc) error {
 	return nil
 }
 
-// ExportGenesis reads the state in r back into a genesis document. Starting a
-// chain from it at the next height reproduces the same app hash.
+// ExportGenesis reads the state in r back into a genesis document. A chain
+// started from it holds the same state key for key, and every node starting
+// from it reaches the same app hash; that hash differs from the exported
+// chain's, because IAVL node hashes commit to the version each node was
+// written at.
 func ExportGenesis(r store.KV) (chainID string, d *genesis.Doc) {
 	d = genesis.Default()
 	d.Params = getParams(r)

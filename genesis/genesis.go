@@ -9,6 +9,9 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/holiman/uint256"
@@ -54,7 +57,21 @@ func (p Params) Validate() error {
 	case p.MaxMsgs == 0 || p.MaxMsgs > 1024:
 		return fmt.Errorf("params.max_msgs = %d: want 1..1024", p.MaxMsgs)
 	}
-	// The largest fee must fit in 256 bits: gas <= 2^64 * 3, price < 2^192.
+	// Gas is computed in uint64 and reported to CometBFT as an int64, so the
+	// gas of the largest transaction must fit in an int64 without wrapping
+	// (a wrapped gas would make a large transaction cheap). runTx computes
+	// gas before it refuses too many messages, so a message count is bounded
+	// only by the size: one per byte at most.
+	if hi, lo := bits.Mul64(p.MaxTxBytes, p.TxByteGas); hi != 0 || lo > math.MaxInt64 {
+		return fmt.Errorf("params.tx_byte_gas = %d: the gas of a %d-byte transaction overflows", p.TxByteGas, p.MaxTxBytes)
+	}
+	if hi, lo := bits.Mul64(p.MaxTxBytes, p.MsgGas); hi != 0 || lo > math.MaxInt64 {
+		return fmt.Errorf("params.msg_gas = %d: the gas of %d messages overflows", p.MsgGas, p.MaxTxBytes)
+	}
+	if total, carry := bits.Add64(p.TxBaseGas, p.MaxTxBytes*p.TxByteGas+p.MaxTxBytes*p.MsgGas, 0); carry != 0 || total > math.MaxInt64 {
+		return fmt.Errorf("params.tx_base_gas = %d: the gas of the largest transaction overflows", p.TxBaseGas)
+	}
+	// The largest fee must fit in 256 bits: gas < 2^63, price < 2^192.
 	if p.MinGasPrice.BitLen() > 192 {
 		return fmt.Errorf("params.min_gas_price is absurdly large")
 	}
@@ -172,20 +189,22 @@ func (d *Doc) BridgeReserve() (*uint256.Int, error) {
 // AddAccount adds amt to addr's allocation (creating it) and keeps accounts
 // sorted. It fails if the total would pass the cap.
 func (d *Doc) AddAccount(addr types.Address, amt *uint256.Int) error {
+	// Check before changing anything: a refused addition leaves d as it was.
+	reserve, err := d.BridgeReserve()
+	if err != nil {
+		return err
+	}
+	if amt.Gt(reserve) {
+		return fmt.Errorf("cannot add %s to %s: only %s is left under the cap of %s", types.FormatAmount(amt), addr, types.FormatAmount(reserve), types.FormatAmount(types.MaxSupply))
+	}
 	i, found := slices.BinarySearchFunc(d.Accounts, addr, func(a Account, t types.Address) int {
 		return bytes.Compare(a.Address[:], t[:])
 	})
 	if found {
-		sum, overflow := new(uint256.Int).AddOverflow(d.Accounts[i].Balance, amt)
-		if overflow {
-			return fmt.Errorf("balance overflow")
-		}
-		d.Accounts[i].Balance = sum
+		// No overflow: the sum is within the cap checked above.
+		d.Accounts[i].Balance = new(uint256.Int).Add(d.Accounts[i].Balance, amt)
 	} else {
 		d.Accounts = slices.Insert(d.Accounts, i, Account{Address: addr, Balance: amt.Clone()})
-	}
-	if _, err := d.BridgeReserve(); err != nil {
-		return err
 	}
 	return nil
 }
@@ -202,6 +221,9 @@ func Parse(bz []byte) (*Doc, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(d); err != nil {
 		return nil, fmt.Errorf("cannot parse genesis app_state: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("cannot parse genesis app_state: data after the JSON object")
 	}
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid genesis app_state: %w", err)

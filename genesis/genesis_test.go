@@ -135,8 +135,12 @@ func TestLargestValidParamsDoNotWrap(t *testing.T) {
 	p.MaxTxBytes = 4 << 20
 	p.MaxMsgs = 1024
 	p.MinGasPrice = new(uint256.Int).Sub(new(uint256.Int).Lsh(uint256.NewInt(1), 192), uint256.NewInt(1))
+	p.TxByteGas = math.MaxUint64
+	if p.Validate() == nil {
+		t.Fatalf("Validate accepts tx_byte_gas = 2^64-1 with max_tx_bytes = %d", p.MaxTxBytes)
+	}
 	// Find the largest byte gas Validate accepts.
-	lo, hi := uint64(0), uint64(math.MaxUint64)
+	lo, hi := uint64(0), uint64(math.MaxUint64-1)
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		p.TxByteGas = mid
@@ -253,11 +257,26 @@ func TestAddAccountCap(t *testing.T) {
 
 func TestSort(t *testing.T) {
 	d := validDoc()
-	d.Accounts = append(d.Accounts, Account{Address: addr(0xff), Balance: types.OGPU(1)}, Account{Address: addr(0), Balance: types.OGPU(1)})
-	d.Accounts[2].Address = types.BytesToAddress([]byte{0x01, 0x00}) // sorts after addr(1), addr(2)
+	high := types.BytesToAddress([]byte{0x01, 0x00}) // 0x...0100 sorts after 0x...02
+	d.Accounts = []Account{
+		{Address: addr(9), Balance: types.OGPU(1)},
+		{Address: high, Balance: types.OGPU(1)},
+		{Address: addr(1), Balance: types.OGPU(1)},
+		{Address: addr(2), Balance: types.OGPU(1)},
+	}
+	if d.Validate() == nil {
+		t.Fatal("Validate accepted unsorted accounts")
+	}
 	d.Sort()
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Validate after Sort: %v", err)
+	}
+	var got []types.Address
+	for _, a := range d.Accounts {
+		got = append(got, a.Address)
+	}
+	if want := []types.Address{addr(1), addr(2), addr(9), high}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("sorted = %v, want %v", got, want)
 	}
 }
 

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	ics23 "github.com/cosmos/ics23/go"
 	"github.com/cosmos/iavl"
 	iavldb "github.com/cosmos/iavl/db"
+	ics23 "github.com/cosmos/ics23/go"
 )
 
 // Tree is the persistent state: an IAVL+ Merkle tree on LevelDB. Version n of

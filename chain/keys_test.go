@@ -1,0 +1,133 @@
+package chain
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"testing"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+func TestNonceKey(t *testing.T) {
+	addrs := []types.Address{{}, addrOf("alice"), types.BytesToAddress(bytes.Repeat([]byte{0xff}, 20))}
+	for _, a := range addrs {
+		key := NonceKey(a)
+		if len(key) != 21 || key[0] != prefixNonce {
+			t.Fatalf("NonceKey(%s) = %x", a, key)
+		}
+		got, err := ParseNonceKey(key)
+		if err != nil || got != a {
+			t.Fatalf("ParseNonceKey(NonceKey(%s)) = %s, %v", a, got, err)
+		}
+	}
+	valid := NonceKey(addrOf("alice"))
+	cases := []struct {
+		name string
+		key  []byte
+	}{
+		{"nil", nil},
+		{"prefix only", []byte{prefixNonce}},
+		{"short", valid[:20]},
+		{"long", append(bytes.Clone(valid), 0)},
+		{"balance key", escrow.BalanceKey(addrOf("alice"))},
+		{"validator prefix", append([]byte{prefixValidator}, valid[1:]...)},
+		{"params key", ParamsKey()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if a, err := ParseNonceKey(tc.key); err == nil {
+				t.Fatalf("ParseNonceKey(%x) = %s, want an error", tc.key, a)
+			}
+		})
+	}
+}
+
+func TestValidatorKey(t *testing.T) {
+	pk := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public().(ed25519.PublicKey)
+	for _, k := range [][]byte{pk, make([]byte, 32), bytes.Repeat([]byte{0xff}, 32)} {
+		key := ValidatorKey(k)
+		if len(key) != 33 || key[0] != prefixValidator {
+			t.Fatalf("ValidatorKey(%x) = %x", k, key)
+		}
+		got, err := ParseValidatorKey(key)
+		if err != nil || !bytes.Equal(got, k) {
+			t.Fatalf("ParseValidatorKey(ValidatorKey(%x)) = %x, %v", k, got, err)
+		}
+	}
+	valid := ValidatorKey(pk)
+	cases := []struct {
+		name string
+		key  []byte
+	}{
+		{"nil", nil},
+		{"prefix only", []byte{prefixValidator}},
+		{"short key", valid[:32]},
+		{"long key", append(bytes.Clone(valid), 0)},
+		{"secp256k1-sized key", ValidatorKey(make([]byte, 33))},
+		{"nonce prefix", append([]byte{prefixNonce}, valid[1:]...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if k, err := ParseValidatorKey(tc.key); err == nil {
+				t.Fatalf("ParseValidatorKey(%x) = %x, want an error", tc.key, k)
+			}
+		})
+	}
+}
+
+// The chain's keys and escrow's never collide: every table has its own
+// first byte, and the singletons are distinct.
+func TestKeyPrefixesDistinct(t *testing.T) {
+	a := addrOf("alice")
+	keys := []struct {
+		name string
+		key  []byte
+	}{
+		{"params", ParamsKey()},
+		{"chain id", ChainIDKey()},
+		{"nonce", NonceKey(a)},
+		{"validator", ValidatorKey(make([]byte, 32))},
+		{"balance", escrow.BalanceKey(a)},
+		{"fee pool", escrow.FeePoolKey()},
+		{"burned", escrow.BurnedKey()},
+		{"bridge reserve", escrow.BridgeReserveKey()},
+	}
+	for i, x := range keys {
+		for _, y := range keys[i+1:] {
+			if bytes.HasPrefix(x.key, y.key) || bytes.HasPrefix(y.key, x.key) {
+				t.Errorf("%s key %x and %s key %x overlap", x.name, x.key, y.name, y.key)
+			}
+		}
+	}
+	// Tables differ in the first byte, except params and chain id, which
+	// share the metadata byte.
+	for i, x := range keys[2:] {
+		for _, y := range keys[2+i+1:] {
+			if x.key[0] == y.key[0] {
+				t.Errorf("%s and %s share prefix %#x", x.name, y.name, x.key[0])
+			}
+		}
+	}
+}
+
+func TestUint64Encoding(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []byte
+		want uint64
+	}{
+		{"absent", nil, 0},
+		{"wrong length", []byte{1, 2, 3}, 0},
+		{"one", encodeUint64(1), 1},
+		{"big-endian", []byte{0, 0, 0, 0, 0, 0, 1, 0}, 256},
+		{"max", encodeUint64(^uint64(0)), ^uint64(0)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decodeUint64(tc.in); got != tc.want {
+				t.Fatalf("decodeUint64(%x) = %d, want %d", tc.in, got, tc.want)
+			}
+		})
+	}
+}
