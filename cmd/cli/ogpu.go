@@ -99,6 +99,16 @@ func resolveAddress(cmd *cobra.Command, s string) (types.Address, error) {
 	return k.Address, nil
 }
 
+// connect dials --node and returns a context bounded by --timeout and Ctrl-C.
+func connect(cmd *cobra.Command) (context.Context, *node.Client, context.CancelFunc, error) {
+	c, err := dialNode(cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := cmdContext(cmd)
+	return ctx, c, cancel, nil
+}
+
 func cmdContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx, stop := waitCtx(cmd)
 	t, _ := cmd.Flags().GetDuration("timeout")

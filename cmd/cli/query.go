@@ -41,12 +41,11 @@ func newQueryBalanceCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			prove, _ := cmd.Flags().GetBool("prove")
 			height, _ := cmd.Flags().GetInt64("height")
 			res, err := c.Query(ctx, chain.QueryStore, escrow.BalanceKey(addr), height, prove)
@@ -93,12 +92,11 @@ func newQueryAccountCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			v, err := c.Account(ctx, addr)
 			if err != nil {
 				return err
@@ -137,12 +135,11 @@ func newQueryTxCmd() *cobra.Command {
 			if err != nil || len(hash) != 32 {
 				return fmt.Errorf("invalid tx hash %q: want 64 hex digits", args[0])
 			}
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			res, err := c.RPC.Tx(ctx, hash, false)
 			if err != nil {
 				return fmt.Errorf("transaction %X not found: %w", hash, err)
@@ -202,12 +199,11 @@ func newQueryBlockCmd() *cobra.Command {
 				}
 				hp = &h
 			}
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			res, err := c.RPC.Block(ctx, hp)
 			if err != nil {
 				return err
@@ -233,12 +229,11 @@ func newQueryParamsCmd() *cobra.Command {
 		Short: "Show the chain's transaction parameters",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			p, err := c.Params(ctx)
 			if err != nil {
 				return err
@@ -257,12 +252,11 @@ func newQuerySupplyCmd() *cobra.Command {
 		Short: "Show the oGPU supply: circulating, fee pool, bridge reserve, burned",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			s, err := c.Supply(ctx)
 			if err != nil {
 				return err
@@ -292,12 +286,11 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show the node's chain, height and app hash",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := cmdContext(cmd)
-			defer cancel()
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			st, err := c.RPC.Status(ctx)
 			if err != nil {
 				return c.Unreachable(err)
