@@ -109,6 +109,8 @@ func DecodeTx(bz []byte) (*Tx, error) {
 	if err := rlp.DecodeBytes(bz, &tx); err != nil {
 		return nil, ErrMalformedTx.Wrapf("%v", err)
 	}
+	// The RLP decoder always allocates the fee; this guard keeps runTx from
+	// ever dereferencing nil should that change.
 	if tx.Body.Fee == nil {
 		return nil, ErrMalformedTx.Wrapf("missing fee")
 	}

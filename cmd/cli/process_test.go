@@ -163,10 +163,9 @@ func TestStartKillRestart(t *testing.T) {
 	if got := appHashAfter(t, c, h-1); got != hash {
 		t.Fatalf("after SIGKILL the app hash of height %d is %s, was %s", h-1, got, hash)
 	}
-	var bal BalanceOutput
 	out, err := runCLI(t, "--node", fmt.Sprintf("127.0.0.1:%d", rpcPort), "query", "balance", "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "--prove")
 	if err != nil || !strings.Contains(out, "500ogpu") || !strings.Contains(out, "verified") {
-		t.Fatalf("balance after restart: %v\n%s %+v", err, out, bal)
+		t.Fatalf("balance after restart: %v\n%s", err, out)
 	}
 
 	// Ctrl-C stops cleanly and says where.
