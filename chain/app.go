@@ -18,13 +18,14 @@ import (
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
 
 // AppVersion is the version of the state machine's rules, reported to
 // CometBFT. Any change that can change an app hash bumps it.
-const AppVersion uint64 = 1
+const AppVersion uint64 = 2
 
 // Version is the software version.
 const Version = "0.1.0"
@@ -40,6 +41,8 @@ type App struct {
 	// check is the mempool's view: the last committed state plus the
 	// transactions CheckTx accepted since.
 	check *store.Cache
+	// checkHeight is the height CheckTx assumes: the next block's.
+	checkHeight uint64
 	// pending holds the height FinalizeBlock ran for, until Commit.
 	pending int64
 
@@ -63,6 +66,7 @@ func NewApp(tree *store.Tree, opts ...Option) *App {
 		o(a)
 	}
 	a.resetCheckState()
+	a.checkHeight = uint64(tree.Version()) + 1
 	return a
 }
 
@@ -95,21 +99,38 @@ func (a *App) Info(context.Context, *abci.InfoRequest) (*abci.InfoResponse, erro
 	return res, nil
 }
 
-// InitChain writes the genesis state. Nothing is saved until the first
-// block's Commit, so a crash before it simply runs InitChain again.
+// InitChain writes the genesis state, runs the genesis transactions
+// (create-validator, typically) and hands CometBFT the validator set that
+// follows from the bonded stakes. Nothing is saved until the first block's
+// Commit, so a crash before it simply runs InitChain again.
 func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.InitChainResponse, error) {
 	doc, err := genesis.Parse(req.AppStateBytes)
 	if err != nil {
 		return nil, err
 	}
-	if err := matchValidators(doc, req.Validators); err != nil {
-		return nil, err
-	}
 	if req.InitialHeight > 1 {
 		a.tree.SetInitialVersion(uint64(req.InitialHeight))
 	}
+	height := req.InitialHeight - 1
+	if height < 0 {
+		height = 0
+	}
 	c := store.NewCache(a.tree)
 	if err := initGenesis(c, req.ChainId, doc); err != nil {
+		return nil, err
+	}
+	env := blockEnv{height: uint64(height)}
+	for i, tx := range doc.GenTxs {
+		if res := a.runTx(c, env, tx, true); res.stage != stageOK {
+			return nil, fmt.Errorf("genesis gen_txs[%d]: %s", i, res.log)
+		}
+	}
+	updates := escrow.NewKeeper(c).PowerUpdates(doc.Params.Staking)
+	vals := validatorUpdates(updates)
+	if len(vals) == 0 {
+		return nil, fmt.Errorf("genesis has no validator with power: list validators in app_state or create them with gen_txs (ogpud init and ogpud testnet do)")
+	}
+	if err := matchValidators(vals, req.Validators); err != nil {
 		return nil, err
 	}
 	c.Write()
@@ -120,37 +141,36 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	}
 	// Until the first Commit the mempool checks against the genesis state.
 	a.check = store.NewCache(a.tree)
-	height := req.InitialHeight - 1
-	if height < 0 {
-		height = 0
-	}
-	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash())}, nil
+	a.checkHeight = uint64(height) + 1
+	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash()), Validators: vals}, nil
 }
 
-// matchValidators fills the app's validator list from CometBFT's genesis
-// validators when app_state has none, and otherwise insists they agree.
-func matchValidators(doc *genesis.Doc, vals []abci.ValidatorUpdate) error {
-	if len(doc.Validators) == 0 {
-		for i, v := range vals {
-			if v.PubKeyType != "ed25519" {
-				return fmt.Errorf("genesis validator %d: key type %q, want ed25519", i, v.PubKeyType)
-			}
-			doc.Validators = append(doc.Validators, genesis.Validator{Name: fmt.Sprintf("validator-%d", i), PubKey: v.PubKeyBytes, Power: v.Power})
-		}
-		return doc.Validate()
+func validatorUpdates(ups []escrow.PowerUpdate) []abci.ValidatorUpdate {
+	out := make([]abci.ValidatorUpdate, len(ups))
+	for i, u := range ups {
+		out[i] = abci.ValidatorUpdate{Power: u.Power, PubKeyType: "ed25519", PubKeyBytes: u.PubKey}
 	}
-	if len(vals) != len(doc.Validators) {
-		return fmt.Errorf("genesis lists %d validators in app_state and %d in validators", len(doc.Validators), len(vals))
+	return out
+}
+
+// matchValidators insists that CometBFT's genesis validators, when
+// genesis.json lists any, are the set the app's stakes give.
+func matchValidators(app, cmt []abci.ValidatorUpdate) error {
+	if len(cmt) == 0 {
+		return nil
+	}
+	if len(cmt) != len(app) {
+		return fmt.Errorf("genesis.json lists %d validators, the app_state's stakes give %d: leave genesis.json's validators empty or make them agree", len(cmt), len(app))
 	}
 	// CometBFT passes its validators sorted by power and address: compare as
 	// sets (lookups only; nothing is iterated in map order).
-	power := make(map[string]int64, len(vals))
-	for _, v := range vals {
+	power := make(map[string]int64, len(cmt))
+	for _, v := range cmt {
 		power[string(v.PubKeyBytes)] = v.Power
 	}
-	for i, w := range doc.Validators {
-		if p, ok := power[string(w.PubKey)]; !ok || p != w.Power {
-			return fmt.Errorf("genesis validator %d (%s) is not in CometBFT's validators with power %d", i, w.Name, w.Power)
+	for _, w := range app {
+		if p, ok := power[string(w.PubKeyBytes)]; !ok || p != w.Power {
+			return fmt.Errorf("validator %X has power %d from its stake, genesis.json says %d", w.PubKeyBytes, w.Power, p)
 		}
 	}
 	return nil
@@ -161,7 +181,7 @@ func matchValidators(doc *genesis.Doc, vals []abci.ValidatorUpdate) error {
 // FinalizeBlock, and its messages too, so a failing send is refused here with
 // nothing charged.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
-	res := a.runTx(a.check, req.Tx, true)
+	res := a.runTx(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
 	return &abci.CheckTxResponse{
 		Code:      res.code,
 		Log:       res.log,
@@ -178,13 +198,14 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 // FinalizeBlock, so the working tree is the last committed state.
 func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalRequest) (*abci.PrepareProposalResponse, error) {
 	sim := store.NewCache(a.tree)
+	env := blockEnv{height: uint64(req.Height)}
 	var txs [][]byte
 	var size int64
 	for _, tx := range req.Txs {
 		if size+int64(len(tx)) > req.MaxTxBytes {
 			break
 		}
-		if res := a.runTx(sim, tx, false); res.stage == stageRejected {
+		if res := a.runTx(sim, env, tx, false); res.stage == stageRejected {
 			continue
 		}
 		txs = append(txs, tx)
@@ -218,9 +239,13 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		return nil, fmt.Errorf("finalize block %d: the application is at height %d", req.Height, a.tree.Version())
 	}
 	block := store.NewCache(a.tree)
+	env := blockEnv{height: uint64(req.Height), hash: req.Hash}
+	params := getParams(block)
+	var events types.Events
+	beginBlock(block, params, env, req, &events)
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
-		res := a.runTx(block, tx, false)
+		res := a.runTx(block, env, tx, false)
 		results[i] = &abci.ExecTxResult{
 			Code:      res.code,
 			Log:       res.log,
@@ -230,6 +255,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 			Codespace: res.codespace,
 		}
 	}
+	updates := endBlock(block, params, env, &events)
 	block.Write()
 	if a.invariants {
 		if err := CheckInvariants(a.tree); err != nil {
@@ -238,8 +264,10 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 	}
 	a.pending = req.Height
 	return &abci.FinalizeBlockResponse{
-		TxResults: results,
-		AppHash:   AppHash(req.Height, a.tree.WorkingHash()),
+		TxResults:        results,
+		Events:           events,
+		ValidatorUpdates: validatorUpdates(updates),
+		AppHash:          AppHash(req.Height, a.tree.WorkingHash()),
 	}, nil
 }
 
@@ -255,10 +283,18 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	}
 	a.pending = 0
 	a.resetCheckState()
+	a.checkHeight = uint64(v) + 1
 	return &abci.CommitResponse{}, nil
 }
 
-// CheckInvariants runs every invariant over kv.
+// CheckInvariants runs every invariant over kv: supply, stake totals and
+// validator power, job escrow coverage.
 func CheckInvariants(kv store.KV) error {
-	return escrow.SupplyInvariant(kv)
+	if err := escrow.SupplyInvariant(kv); err != nil {
+		return err
+	}
+	if err := escrow.StakeInvariant(kv, getParams(kv).Staking); err != nil {
+		return err
+	}
+	return market.EscrowInvariant(kv)
 }

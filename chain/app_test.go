@@ -1,7 +1,9 @@
 package chain
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/ecdsa"
 	"encoding/hex"
 	"encoding/json"
@@ -49,6 +51,11 @@ type harness struct {
 	hashes []string
 }
 
+// testValKey is the consensus key of the test genesis validator "val".
+func testValKey(seed byte) []byte {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+}
+
 func testGenesis() *genesis.Doc {
 	d := genesis.Default()
 	for _, n := range []string{"alice", "bob", "carol"} {
@@ -56,6 +63,7 @@ func testGenesis() *genesis.Doc {
 			panic(err)
 		}
 	}
+	d.Validators = []genesis.Validator{{Name: "val", Operator: addrOf("val"), PubKey: testValKey(1), Stake: types.OGPU(10_000)}}
 	return d
 }
 
@@ -146,12 +154,12 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 var goldenHashes = []string{
-	"46e0295bdc7fd7a8a8dbe3d60ec2dfde4bd9f9b76d0187d9469a4f0f92210bf8",
-	"bf849481bfdd1f19a9a8cc732c871ef53a6acd415291400a8cf9b9d92f1e2095",
-	"aa9d1a2093cd21c37ff3ff246771ff3dafb230d6c959a328d054cfb7777441d0",
-	"d921460da7e31a8218fbec46fd059ba6e109d458c55e4abf7193bc52279cdc71",
-	"5393011534cb64061569fe9c60dccbb68bb0662691871257208b54aa6379f573",
-	"f6b27242a5d6c303c5bf1405f87b878a7fced882d94c45fda58abcd602880925",
+	"9b742b01becb1344685ef4d9404bd89eebb4adb4e97b79a2199142509148384d",
+	"a0385ec18acc42cb3859306bb191b4c9d1b925ab7e3a931dd802154cfcf69415",
+	"5c19e69756fc5e5ba954aeb7cf1bfed9a697c6ff8088eab765cfeeaa9fe92464",
+	"516491f52facd882baf5353b3a040dfa0ef07cb75da55cf9d348edb76e194e05",
+	"fa2cdb48fb98ba7cff2fcef5d57e6b1165ba17332c38d24279ef1c9e3c172ddf",
+	"b408d0356927cb1008a977e9739b7c5b07cfd5d66bb5458b9053223e2f6cfbd5",
 }
 
 func runScript(t testing.TB) []string {

@@ -66,7 +66,7 @@ func TestExportGenesisRoundTrip(t *testing.T) {
 	if b := escrow.NewKeeper(snap).Balance(addrOf("dave")); !b.IsZero() {
 		t.Fatalf("dave has %s, the test wants him emptied", b.Dec())
 	}
-	chainID, doc := ExportGenesis(snap)
+	chainID, doc := mustExport(t, snap)
 	if chainID != testChainID {
 		t.Fatalf("exported chain id %q, want %q", chainID, testChainID)
 	}
@@ -127,7 +127,7 @@ func TestExportGenesisRoundTrip(t *testing.T) {
 		if !bytes.Equal(again.AppHash, init.AppHash) {
 			t.Fatalf("two imports of one export disagree: %X vs %X", again.AppHash, init.AppHash)
 		}
-		id2, doc2 := ExportGenesis(tree)
+		id2, doc2 := mustExport(t, tree)
 		bz2, err := json.Marshal(doc2)
 		if err != nil {
 			t.Fatal(err)
@@ -193,8 +193,8 @@ func TestExportGenesisRoundTrip(t *testing.T) {
 		t.Fatalf("after block %d the chains differ:\nnew:\n%s\nold:\n%s", height+1, got, want)
 	}
 	// And a second export from each is the same document.
-	id1, d1 := ExportGenesis(oldSnap)
-	id2, d2 := ExportGenesis(newSnap)
+	id1, d1 := mustExport(t, oldSnap)
+	id2, d2 := mustExport(t, newSnap)
 	b1, _ := json.Marshal(d1)
 	b2, _ := json.Marshal(d2)
 	if id1 != id2 || !bytes.Equal(b1, b2) {
@@ -215,10 +215,19 @@ func TestExportQueryMatchesExportGenesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, _ := h.tree.Snapshot(0)
-	id, doc := ExportGenesis(snap)
+	id, doc := mustExport(t, snap)
 	want, _ := json.Marshal(doc)
 	got, _ := json.Marshal(view.AppState)
 	if view.ChainID != id || view.Height != h.height || !bytes.Equal(got, want) {
 		t.Fatalf("/export = %s at %d: %s\nwant %s at %d: %s", view.ChainID, view.Height, got, id, h.height, want)
 	}
+}
+
+func mustExport(t testing.TB, r store.KV) (string, *genesis.Doc) {
+	t.Helper()
+	id, doc, err := ExportGenesis(r)
+	if err != nil {
+		t.Fatalf("ExportGenesis: %v", err)
+	}
+	return id, doc
 }

@@ -8,11 +8,13 @@ import (
 )
 
 // Store key layout owned by the chain package (auth and metadata). One-byte
-// prefixes, never reused; escrow owns 0x10-0x1f, later modules their own.
+// prefixes, never reused; escrow owns 0x10-0x1f,
+// market 0x20-0x2f, verifier 0x30-0x3f.
 const (
-	keyParams       = 0x00 // 0x00 0x01 -> rlp(genesis.Params); 0x00 0x02 -> chain id
-	prefixNonce     = 0x01 // 0x01 | addr(20) -> uint64 big-endian: the next nonce
-	prefixValidator = 0x02 // 0x02 | ed25519 pubkey(32) -> rlp(validatorRecord)
+	keyParams   = 0x00 // 0x00 0x01 -> rlp(genesis.Params); 0x00 0x02 -> chain id
+	prefixNonce = 0x01 // 0x01 | addr(20) -> uint64 big-endian: the next nonce
+	// 0x02 held validator records in app version 1; validators now live in
+	// escrow (0x19-0x1b). Never reuse it.
 )
 
 // ParamsKey is the store key of the transaction parameters.
@@ -32,19 +34,6 @@ func ParseNonceKey(key []byte) (types.Address, error) {
 		return types.Address{}, fmt.Errorf("not a nonce key: %x", key)
 	}
 	return types.BytesToAddress(key[1:]), nil
-}
-
-// ValidatorKey is the store key of the validator with this consensus key.
-func ValidatorKey(pubKey []byte) []byte {
-	return append([]byte{prefixValidator}, pubKey...)
-}
-
-// ParseValidatorKey is the inverse of ValidatorKey.
-func ParseValidatorKey(key []byte) ([]byte, error) {
-	if len(key) != 1+32 || key[0] != prefixValidator {
-		return nil, fmt.Errorf("not a validator key: %x", key)
-	}
-	return key[1:], nil
 }
 
 func encodeUint64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

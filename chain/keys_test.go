@@ -2,10 +2,11 @@ package chain
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"testing"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/verifier"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -31,46 +32,13 @@ func TestNonceKey(t *testing.T) {
 		{"short", valid[:20]},
 		{"long", append(bytes.Clone(valid), 0)},
 		{"balance key", escrow.BalanceKey(addrOf("alice"))},
-		{"validator prefix", append([]byte{prefixValidator}, valid[1:]...)},
+		{"validator prefix", append([]byte{0x19}, valid[1:]...)},
 		{"params key", ParamsKey()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if a, err := ParseNonceKey(tc.key); err == nil {
 				t.Fatalf("ParseNonceKey(%x) = %s, want an error", tc.key, a)
-			}
-		})
-	}
-}
-
-func TestValidatorKey(t *testing.T) {
-	pk := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public().(ed25519.PublicKey)
-	for _, k := range [][]byte{pk, make([]byte, 32), bytes.Repeat([]byte{0xff}, 32)} {
-		key := ValidatorKey(k)
-		if len(key) != 33 || key[0] != prefixValidator {
-			t.Fatalf("ValidatorKey(%x) = %x", k, key)
-		}
-		got, err := ParseValidatorKey(key)
-		if err != nil || !bytes.Equal(got, k) {
-			t.Fatalf("ParseValidatorKey(ValidatorKey(%x)) = %x, %v", k, got, err)
-		}
-	}
-	valid := ValidatorKey(pk)
-	cases := []struct {
-		name string
-		key  []byte
-	}{
-		{"nil", nil},
-		{"prefix only", []byte{prefixValidator}},
-		{"short key", valid[:32]},
-		{"long key", append(bytes.Clone(valid), 0)},
-		{"secp256k1-sized key", ValidatorKey(make([]byte, 33))},
-		{"nonce prefix", append([]byte{prefixNonce}, valid[1:]...)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if k, err := ParseValidatorKey(tc.key); err == nil {
-				t.Fatalf("ParseValidatorKey(%x) = %x, want an error", tc.key, k)
 			}
 		})
 	}
@@ -87,7 +55,17 @@ func TestKeyPrefixesDistinct(t *testing.T) {
 		{"params", ParamsKey()},
 		{"chain id", ChainIDKey()},
 		{"nonce", NonceKey(a)},
-		{"validator", ValidatorKey(make([]byte, 32))},
+		{"validator", escrow.ValidatorKey(a)},
+		{"consensus key", escrow.ConsKeyKey(make([]byte, 32))},
+		{"bonded", escrow.BondedKey(a)},
+		{"unbonding", escrow.UnbondingKey(a, 7)},
+		{"locked", escrow.LockedKey(7)},
+		{"provider", market.ProviderKey(a)},
+		{"job", market.JobKey(7)},
+		{"next job", market.NextJobKey()},
+		{"bid", market.BidKey(7, 0, a)},
+		{"task", verifier.TaskKey(7, 0)},
+		{"reputation", verifier.ReputationKey(a)},
 		{"balance", escrow.BalanceKey(a)},
 		{"fee pool", escrow.FeePoolKey()},
 		{"burned", escrow.BurnedKey()},

@@ -55,9 +55,15 @@ type SupplyView struct {
 
 // ValidatorView is one entry of the answer to /validators.
 type ValidatorView struct {
-	Name   string `json:"name"`
-	PubKey []byte `json:"pub_key"`
-	Power  uint64 `json:"power"`
+	Name        string        `json:"name"`
+	Operator    types.Address `json:"operator"`
+	PubKey      []byte        `json:"pub_key"`
+	Power       uint64        `json:"power"`
+	Stake       *uint256.Int  `json:"stake"`
+	Jailed      bool          `json:"jailed"`
+	JailedUntil uint64        `json:"jailed_until,omitempty"`
+	Tombstoned  bool          `json:"tombstoned"`
+	Missed      uint64        `json:"missed_blocks"`
 }
 
 // ExportView is the answer to /export.
@@ -132,8 +138,9 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		return jsonRes(SupplyView{MaxSupply: types.MaxSupply, Burned: k.Burned(), FeePool: k.FeePool(), BridgeReserve: k.BridgeReserve(), Circulating: circ})
 	case path == QueryValidators:
 		vals := []ValidatorView{}
-		iterateValidators(snap, func(pk []byte, rec validatorRecord) bool {
-			vals = append(vals, ValidatorView{Name: rec.Name, PubKey: pk, Power: rec.Power})
+		ek := escrow.NewKeeper(snap)
+		ek.IterateValidators(func(op types.Address, v *escrow.Validator) bool {
+			vals = append(vals, validatorView(ek, op, v))
 			return false
 		})
 		return jsonRes(vals)
@@ -141,10 +148,20 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		if snap.Version() == 0 {
 			return nil, types.ErrNotFound.Wrapf("no committed state yet")
 		}
-		chainID, doc := ExportGenesis(snap)
+		chainID, doc, err := ExportGenesis(snap)
+		if err != nil {
+			return nil, types.ErrBadQuery.Wrapf("%v", err)
+		}
 		return jsonRes(ExportView{ChainID: chainID, Height: snap.Version(), AppState: doc})
 	default:
-		return nil, types.ErrUnknownQuery.Wrapf("%q", path)
+		v, ok, err := marketQuery(snap, path, req.Data)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, types.ErrUnknownQuery.Wrapf("%q", path)
+		}
+		return jsonRes(v)
 	}
 }
 

@@ -13,12 +13,6 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// validatorRecord is a validator's stored state, keyed by its consensus key.
-type validatorRecord struct {
-	Name  string
-	Power uint64
-}
-
 func getParams(r store.Reader) genesis.Params {
 	var p genesis.Params
 	if err := rlp.DecodeBytes(r.Get(ParamsKey()), &p); err != nil {
@@ -62,11 +56,10 @@ func initGenesis(kv store.KV, chainID string, d *genesis.Doc) error {
 	}
 	ek.SetGenesisTotals(d.FeePool, d.Burned, reserve)
 	for _, v := range d.Validators {
-		bz, err := rlp.EncodeToBytes(&validatorRecord{Name: v.Name, Power: uint64(v.Power)})
-		if err != nil {
-			return err
+		ek.SetGenesisBond(v.Operator, v.Stake)
+		if err := ek.CreateValidator(d.Params.Staking, v.Operator, v.Name, v.PubKey, new(uint256.Int)); err != nil {
+			return fmt.Errorf("genesis validator %s: %w", v.Name, err)
 		}
-		kv.Set(ValidatorKey(v.PubKey), bz)
 	}
 	return nil
 }
@@ -76,11 +69,19 @@ func initGenesis(kv store.KV, chainID string, d *genesis.Doc) error {
 // from it reaches the same app hash; that hash differs from the exported
 // chain's, because IAVL node hashes commit to the version each node was
 // written at.
-func ExportGenesis(r store.KV) (chainID string, d *genesis.Doc) {
+//
+// The genesis document describes accounts and validators; a chain with
+// market or staking state beyond that (providers, jobs, unbonding stake,
+// stake of non-validators, jailed validators) cannot be exported yet and
+// gets an error saying what is in the way.
+func ExportGenesis(r store.KV) (chainID string, d *genesis.Doc, err error) {
 	d = genesis.Default()
 	d.Params = getParams(r)
 	ek := escrow.NewKeeper(r)
 	d.FeePool, d.Burned = ek.FeePool(), ek.Burned()
+	if err := exportable(r); err != nil {
+		return "", nil, err
+	}
 	// Accounts are the union of balances and nonces, both in address order.
 	byAddr := map[types.Address]int{}
 	add := func(addr types.Address) *genesis.Account {
@@ -102,23 +103,41 @@ func ExportGenesis(r store.KV) (chainID string, d *genesis.Doc) {
 		return false
 	})
 	d.Sort()
-	iterateValidators(r, func(pk []byte, rec validatorRecord) bool {
-		d.Validators = append(d.Validators, genesis.Validator{Name: rec.Name, PubKey: pk, Power: int64(rec.Power)})
+	var verr error
+	ek.IterateValidators(func(op types.Address, v *escrow.Validator) bool {
+		if v.Jailed {
+			verr = fmt.Errorf("validator %s is jailed: export of jailed validators is not supported", v.Name)
+			return true
+		}
+		d.Validators = append(d.Validators, genesis.Validator{Name: v.Name, Operator: op, PubKey: bytes.Clone(v.PubKey), Stake: ek.Bonded(op)})
 		return false
 	})
-	return string(r.Get(ChainIDKey())), d
+	if verr != nil {
+		return "", nil, verr
+	}
+	return string(r.Get(ChainIDKey())), d, nil
 }
 
-func iterateValidators(r store.Reader, fn func(pubKey []byte, rec validatorRecord) (stop bool)) {
-	store.IteratePrefix(r, []byte{prefixValidator}, func(key, value []byte) bool {
-		pk, err := ParseValidatorKey(key)
-		if err != nil {
-			panic(err)
+// exportable refuses state that a genesis document cannot describe.
+func exportable(r store.KV) error {
+	ek := escrow.NewKeeper(r)
+	if !ek.TotalUnbonding().IsZero() || !ek.TotalLocked().IsZero() {
+		return fmt.Errorf("cannot export: the chain holds unbonding stake or job escrow; export supports accounts and validators only")
+	}
+	var err error
+	ek.IterateBonded(func(addr types.Address, _ *uint256.Int) bool {
+		if !ek.IsValidator(addr) {
+			err = fmt.Errorf("cannot export: %s has stake without a validator (a provider); export supports accounts and validators only", addr)
 		}
-		var rec validatorRecord
-		if err := rlp.DecodeBytes(value, &rec); err != nil {
-			panic(fmt.Errorf("chain: stored validator unreadable: %w", err))
-		}
-		return fn(bytes.Clone(pk), rec)
+		return err != nil
 	})
+	if err != nil {
+		return err
+	}
+	// Market and verifier state lives under 0x20-0x3f.
+	r.Iterate([]byte{0x20}, []byte{0x40}, func(key, _ []byte) bool {
+		err = fmt.Errorf("cannot export: the chain has market state (key %x); export supports accounts and validators only", key)
+		return true
+	})
+	return err
 }

@@ -6,8 +6,11 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // txStage says how far a transaction got.
@@ -37,24 +40,150 @@ func fail(stage txStage, gas uint64, err error) txResult {
 	return txResult{stage: stage, code: types.CodeOf(err), codespace: types.Codespace, log: err.Error(), gas: gas}
 }
 
+// blockEnv is what a message handler knows of the block it runs in. In
+// CheckTx it is the next block (the last committed height + 1, no hash).
+type blockEnv struct {
+	height uint64
+	hash   []byte
+}
+
 // handler applies one decoded message.
-type handler func(kv store.KV, from types.Address) ([]abci.Event, error)
+type handler func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error)
+
+// marketHandler adapts a market keeper method to a handler.
+func marketHandler(fn func(k *market.Keeper, from types.Address) error) handler {
+	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
+		var evs types.Events
+		k := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: getParams(kv), Events: &evs})
+		if err := fn(k, from); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	}
+}
+
+// escrowHandler adapts a staking operation to a handler.
+func escrowHandler(fn func(k escrow.Keeper, p genesis.Params, env blockEnv, from types.Address, evs *types.Events) error) handler {
+	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
+		var evs types.Events
+		if err := fn(escrow.NewKeeper(kv), getParams(kv), env, from, &evs); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	}
+}
+
+// decode runs a message decoder and wraps its result in a handler.
+func decode[M any](data []byte, dec func([]byte) (M, error), h func(M) handler) (handler, error) {
+	m, err := dec(data)
+	if err != nil {
+		return nil, err
+	}
+	return h(m), nil
+}
 
 // decodeMsg turns a raw message into its handler, checking everything that
 // can be checked without state.
 func decodeMsg(m types.RawMsg) (handler, error) {
 	switch m.Type {
 	case types.MsgTypeSend:
-		msg, err := escrow.DecodeMsgSend(m.Data)
-		if err != nil {
-			return nil, err
-		}
-		return func(kv store.KV, from types.Address) ([]abci.Event, error) {
-			if err := escrow.NewKeeper(kv).Send(from, msg.To, msg.Amount); err != nil {
-				return nil, err
+		return decode(m.Data, escrow.DecodeMsgSend, func(msg *escrow.MsgSend) handler {
+			return func(kv store.KV, _ blockEnv, from types.Address) ([]abci.Event, error) {
+				if err := escrow.NewKeeper(kv).Send(from, msg.To, msg.Amount); err != nil {
+					return nil, err
+				}
+				return []abci.Event{EventTransfer{From: from, To: msg.To, Amount: msg.Amount}.ABCI()}, nil
 			}
-			return []abci.Event{EventTransfer{From: from, To: msg.To, Amount: msg.Amount}.ABCI()}, nil
-		}, nil
+		})
+	case types.MsgTypeCreateValidator:
+		return decode(m.Data, escrow.DecodeMsgCreateValidator, func(msg *escrow.MsgCreateValidator) handler {
+			return escrowHandler(func(k escrow.Keeper, p genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+				if err := k.CreateValidator(p.Staking, from, msg.Name, msg.PubKey, msg.SelfBond); err != nil {
+					return err
+				}
+				evs.Emit(escrow.EventValidatorCreated{Operator: from, Name: msg.Name, PubKey: fmt.Sprintf("%X", msg.PubKey), SelfBond: msg.SelfBond})
+				return nil
+			})
+		})
+	case types.MsgTypeUnjailValidator:
+		return decode(m.Data, escrow.DecodeMsgUnjailValidator, func(*escrow.MsgUnjailValidator) handler {
+			return escrowHandler(func(k escrow.Keeper, p genesis.Params, env blockEnv, from types.Address, evs *types.Events) error {
+				if err := k.Unjail(p.Staking, from, env.height); err != nil {
+					return err
+				}
+				evs.Emit(escrow.EventValidatorUnjailed{Operator: from})
+				return nil
+			})
+		})
+	case types.MsgTypeBond:
+		return decode(m.Data, escrow.DecodeMsgBond, func(msg *escrow.MsgBond) handler {
+			return escrowHandler(func(k escrow.Keeper, _ genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+				if err := k.Bond(from, msg.Amount); err != nil {
+					return err
+				}
+				evs.Emit(escrow.EventBonded{Account: from, Amount: msg.Amount, Bonded: k.Bonded(from)})
+				return nil
+			})
+		})
+	case types.MsgTypeUnbond:
+		return decode(m.Data, escrow.DecodeMsgUnbond, func(msg *escrow.MsgUnbond) handler {
+			return escrowHandler(func(k escrow.Keeper, p genesis.Params, env blockEnv, from types.Address, evs *types.Events) error {
+				matures := env.height + p.Staking.UnbondingBlocks
+				if err := k.Unbond(from, msg.Amount, matures); err != nil {
+					return err
+				}
+				evs.Emit(escrow.EventUnbonding{Account: from, Amount: msg.Amount, Matures: matures})
+				return nil
+			})
+		})
+	case types.MsgTypeRegisterProvider:
+		return decode(m.Data, market.DecodeMsgRegisterProvider, func(msg *market.MsgRegisterProvider) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RegisterProvider(from, &msg.Info, false) })
+		})
+	case types.MsgTypeUpdateProvider:
+		return decode(m.Data, market.DecodeMsgUpdateProvider, func(msg *market.MsgUpdateProvider) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RegisterProvider(from, &msg.Info, true) })
+		})
+	case types.MsgTypeUnjailProvider:
+		return decode(m.Data, market.DecodeMsgUnjailProvider, func(*market.MsgUnjailProvider) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.UnjailProvider(from) })
+		})
+	case types.MsgTypePostJob:
+		return decode(m.Data, market.DecodeMsgPostJob, func(msg *market.MsgPostJob) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { _, err := k.PostJob(from, msg); return err })
+		})
+	case types.MsgTypeCancelJob:
+		return decode(m.Data, market.DecodeMsgCancelJob, func(msg *market.MsgCancelJob) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.CancelJob(from, msg.Job) })
+		})
+	case types.MsgTypeCommitBid:
+		return decode(m.Data, market.DecodeMsgCommitBid, func(msg *market.MsgCommitBid) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.CommitBid(from, msg) })
+		})
+	case types.MsgTypeRevealBid:
+		return decode(m.Data, market.DecodeMsgRevealBid, func(msg *market.MsgRevealBid) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealBid(from, msg) })
+		})
+	case types.MsgTypeClaimTask:
+		return decode(m.Data, market.DecodeMsgClaimTask, func(msg *market.MsgClaimTask) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ClaimTask(from, msg) })
+		})
+	case types.MsgTypeCommitResult:
+		return decode(m.Data, verifier.DecodeMsgCommitResult, func(msg *verifier.MsgCommitResult) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.CommitResult(from, msg) })
+		})
+	case types.MsgTypeRevealResult:
+		return decode(m.Data, verifier.DecodeMsgRevealResult, func(msg *verifier.MsgRevealResult) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealResult(from, msg) })
+		})
+	case types.MsgTypeVoteDispute:
+		return decode(m.Data, verifier.DecodeMsgVoteDispute, func(msg *verifier.MsgVoteDispute) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.VoteDispute(from, msg) })
+		})
+	case types.MsgTypeRevealCanary:
+		return decode(m.Data, verifier.DecodeMsgRevealCanary, func(msg *verifier.MsgRevealCanary) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealCanary(from, msg) })
+		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)
 	}
@@ -66,7 +195,7 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 // for the block space it used, and the messages' writes are dropped.
 //
 // Every check here runs in CheckTx, PrepareProposal and FinalizeBlock alike.
-func (a *App) runTx(kv store.KV, bz []byte, atomic bool) txResult {
+func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
 	params := getParams(kv)
 	if uint64(len(bz)) > params.MaxTxBytes {
 		return fail(stageRejected, 0, types.ErrTxTooLarge.Wrapf("%d bytes, the limit is %d", len(bz), params.MaxTxBytes))
@@ -116,7 +245,7 @@ func (a *App) runTx(kv store.KV, bz []byte, atomic bool) txResult {
 
 	msgs := store.NewCache(ante)
 	for i, h := range handlers {
-		ev, err := h(msgs, body.From)
+		ev, err := h(msgs, env, body.From)
 		if err != nil {
 			err = fmt.Errorf("message %d: %w", i, err)
 			if atomic {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -108,23 +109,79 @@ func (k Keeper) IterateBalances(fn func(addr types.Address, bal *uint256.Int) (s
 	})
 }
 
-// SupplyInvariant checks sum(balances) + fee pool + bridge reserve + burned
-// == MaxSupply.
+// SupplyInvariant checks that every oGPU is somewhere:
+//
+//	sum(balances) + sum(job escrow) + sum(bonded) + sum(unbonding)
+//	  + fee pool + bridge reserve + burned == MaxSupply
+//
+// summing the stored entries themselves, not the running totals.
 func SupplyInvariant(r store.KV) error {
 	k := NewKeeper(r)
 	total := new(uint256.Int)
 	var overflow bool
-	k.IterateBalances(func(_ types.Address, bal *uint256.Int) bool {
-		_, o := total.AddOverflow(total, bal)
-		overflow = overflow || o
-		return false
-	})
-	for _, a := range []*uint256.Int{k.FeePool(), k.BridgeReserve(), k.Burned()} {
+	add := func(a *uint256.Int) {
 		_, o := total.AddOverflow(total, a)
 		overflow = overflow || o
+	}
+	k.IterateBalances(func(_ types.Address, bal *uint256.Int) bool { add(bal); return false })
+	k.IterateLocked(func(_ uint64, amt *uint256.Int) bool { add(amt); return false })
+	k.IterateBonded(func(_ types.Address, amt *uint256.Int) bool { add(amt); return false })
+	k.IterateUnbonding(func(_ types.Address, u Unbonding) bool { add(u.Amount); return false })
+	for _, a := range []*uint256.Int{k.FeePool(), k.BridgeReserve(), k.Burned()} {
+		add(a)
 	}
 	if overflow || !total.Eq(types.MaxSupply) {
 		return fmt.Errorf("supply invariant broken: holdings + burned = %s, want %s", total.Dec(), types.MaxSupply.Dec())
 	}
 	return nil
+}
+
+// StakeInvariant checks that the running totals of bonded stake, unbonding
+// stake and job escrow equal the sums of their entries, that every
+// unbonding entry is in the maturity queue, and that every validator's
+// power as last reported to CometBFT is the power its stake gives.
+func StakeInvariant(r store.KV, p genesis.StakingParams) error {
+	k := NewKeeper(r)
+	sum := func(iter func(func(*uint256.Int))) *uint256.Int {
+		t := new(uint256.Int)
+		iter(func(a *uint256.Int) { t.Add(t, a) })
+		return t
+	}
+	bonded := sum(func(f func(*uint256.Int)) {
+		k.IterateBonded(func(_ types.Address, a *uint256.Int) bool { f(a); return false })
+	})
+	if !bonded.Eq(k.TotalBonded()) {
+		return fmt.Errorf("stake invariant broken: bonded stakes sum to %s, the total says %s", bonded.Dec(), k.TotalBonded().Dec())
+	}
+	var missing error
+	unbonding := sum(func(f func(*uint256.Int)) {
+		k.IterateUnbonding(func(addr types.Address, u Unbonding) bool {
+			f(u.Amount)
+			if r.Get(unbondQueueKey(u.Matures, addr)) == nil {
+				missing = fmt.Errorf("stake invariant broken: unbonding of %s at %d is not queued", addr, u.Matures)
+			}
+			return false
+		})
+	})
+	if missing != nil {
+		return missing
+	}
+	if !unbonding.Eq(k.TotalUnbonding()) {
+		return fmt.Errorf("stake invariant broken: unbonding entries sum to %s, the total says %s", unbonding.Dec(), k.TotalUnbonding().Dec())
+	}
+	locked := sum(func(f func(*uint256.Int)) {
+		k.IterateLocked(func(_ uint64, a *uint256.Int) bool { f(a); return false })
+	})
+	if !locked.Eq(k.TotalLocked()) {
+		return fmt.Errorf("escrow invariant broken: job escrows sum to %s, the total says %s", locked.Dec(), k.TotalLocked().Dec())
+	}
+	var bad error
+	k.IterateValidators(func(op types.Address, v *Validator) bool {
+		if want, got := k.Power(p, op, v), k.ReportedPower(v.PubKey); want != got {
+			bad = fmt.Errorf("power invariant broken: validator %s (%s) has power %d in CometBFT, its stake gives %d", v.Name, op, got, want)
+			return true
+		}
+		return false
+	})
+	return bad
 }

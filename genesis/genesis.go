@@ -14,6 +14,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/types"
@@ -33,6 +34,148 @@ type Params struct {
 	MaxTxBytes uint64 `json:"max_tx_bytes"`
 	// MaxMsgs bounds the number of messages in a transaction.
 	MaxMsgs uint64 `json:"max_msgs"`
+
+	// Staking: bonds, unbonding, validators.
+	Staking StakingParams `json:"staking"`
+	// Market: jobs, auctions, verification, slashing.
+	Market MarketParams `json:"market"`
+}
+
+// StakingParams govern bonded stake and validators.
+type StakingParams struct {
+	// UnbondingBlocks is how long unbonded stake stays locked and
+	// slashable. It must exceed the longest job plus the dispute window, so
+	// that nobody can walk away from a job before it is judged.
+	UnbondingBlocks uint64 `json:"unbonding_blocks"`
+	// MinProviderStake is the least bonded stake a provider bids with.
+	MinProviderStake *uint256.Int `json:"min_provider_stake"`
+	// MinValidatorStake is the least self-bond of a validator with power.
+	MinValidatorStake *uint256.Int `json:"min_validator_stake"`
+	// PowerReduction is the stake per unit of voting power.
+	PowerReduction *uint256.Int `json:"power_reduction"`
+	// MaxValidators bounds the number of validators.
+	MaxValidators uint64 `json:"max_validators"`
+	// ValidatorJailBlocks is how long a jailed validator waits to unjail.
+	ValidatorJailBlocks uint64 `json:"validator_jail_blocks"`
+	// DowntimeBlocks: a validator missing this many consecutive blocks is
+	// slashed DowntimeSlashBps and jailed.
+	DowntimeBlocks   uint64 `json:"downtime_blocks"`
+	DowntimeSlashBps uint64 `json:"downtime_slash_bps"`
+	// DoubleSignSlashBps is slashed from a validator CometBFT reports for
+	// equivocation; it is also tombstoned.
+	DoubleSignSlashBps uint64 `json:"double_sign_slash_bps"`
+}
+
+// MarketParams govern jobs, auctions, results and disputes. Fractions are
+// basis points (1/10,000), all arithmetic is integer.
+type MarketParams struct {
+	// BidDeposit is locked with every sealed bid; an unrevealed bid loses it.
+	BidDeposit *uint256.Int `json:"bid_deposit"`
+	// ValidatorFeeBps of a job's maximum payout is locked with the job and
+	// paid to the fee pool when the job is awarded and settled.
+	ValidatorFeeBps uint64 `json:"validator_fee_bps"`
+	MaxStages       uint64 `json:"max_stages"`
+	MaxRedundancy   uint64 `json:"max_redundancy"`
+	// MaxBidsPerStage bounds the order book (and the work of a close).
+	MaxBidsPerStage uint64 `json:"max_bids_per_stage"`
+	// MaxJobBlocks bounds bid + reveal + 2 × (execute + verify): a job's
+	// whole life, including one reassignment round.
+	MaxJobBlocks uint64 `json:"max_job_blocks"`
+	// DisputeBlocks is how long validators have to vote on a dispute.
+	DisputeBlocks uint64 `json:"dispute_blocks"`
+	// FraudSlashBps of a provider's stake is slashed for a wrong result
+	// (lost dispute, failed canary); the provider is also tombstoned.
+	FraudSlashBps uint64 `json:"fraud_slash_bps"`
+	// NoShowSlashBps is slashed from a provider that does not commit or
+	// reveal its result in time; it is jailed for ProviderJailBlocks.
+	NoShowSlashBps     uint64 `json:"no_show_slash_bps"`
+	ProviderJailBlocks uint64 `json:"provider_jail_blocks"`
+	// CompensationBps of a provider slash goes to the job's client; the rest
+	// is burned.
+	CompensationBps uint64 `json:"compensation_bps"`
+}
+
+// DefaultStakingParams: three weeks of one-second blocks would be a real
+// network's unbonding period; the default is sized to the job bound.
+func DefaultStakingParams() StakingParams {
+	return StakingParams{
+		UnbondingBlocks:     1_200,
+		MinProviderStake:    types.OGPU(100),
+		MinValidatorStake:   types.OGPU(1_000),
+		PowerReduction:      types.OGPU(1),
+		MaxValidators:       100,
+		ValidatorJailBlocks: 100,
+		DowntimeBlocks:      50,
+		DowntimeSlashBps:    10,
+		DoubleSignSlashBps:  500,
+	}
+}
+
+// DefaultMarketParams. The economic simulation (market/sim_test.go) shows
+// that at these values every cheating strategy loses money.
+func DefaultMarketParams() MarketParams {
+	return MarketParams{
+		BidDeposit:         types.OGPU(1),
+		ValidatorFeeBps:    200,
+		MaxStages:          64,
+		MaxRedundancy:      16,
+		MaxBidsPerStage:    256,
+		MaxJobBlocks:       1_000,
+		DisputeBlocks:      100,
+		FraudSlashBps:      5_000,
+		NoShowSlashBps:     200,
+		ProviderJailBlocks: 200,
+		CompensationBps:    5_000,
+	}
+}
+
+// Validate reports the first staking parameter out of range.
+func (p StakingParams) Validate() error {
+	switch {
+	case p.MinProviderStake == nil || p.MinValidatorStake == nil || p.PowerReduction == nil:
+		return fmt.Errorf("params.staking: min_provider_stake, min_validator_stake and power_reduction must be set")
+	case p.PowerReduction.IsZero():
+		return fmt.Errorf("params.staking.power_reduction must be positive")
+	case p.MinValidatorStake.Lt(p.PowerReduction):
+		return fmt.Errorf("params.staking.min_validator_stake must be at least power_reduction, or a validator could have no power")
+	case p.UnbondingBlocks == 0:
+		return fmt.Errorf("params.staking.unbonding_blocks must be positive")
+	case p.MaxValidators == 0 || p.MaxValidators > 10_000:
+		return fmt.Errorf("params.staking.max_validators = %d: want 1..10000", p.MaxValidators)
+	case p.DowntimeBlocks == 0:
+		return fmt.Errorf("params.staking.downtime_blocks must be positive")
+	case p.DowntimeSlashBps > 10_000 || p.DoubleSignSlashBps > 10_000:
+		return fmt.Errorf("params.staking: slash fractions are basis points, at most 10000")
+	}
+	// Total voting power must fit CometBFT's bound (MaxTotalVotingPower =
+	// MaxInt64/8): the whole supply divided by the reduction.
+	if new(uint256.Int).Div(types.MaxSupply, p.PowerReduction).Gt(uint256.NewInt(math.MaxInt64 / 8)) {
+		return fmt.Errorf("params.staking.power_reduction is too small: the supply's voting power would pass CometBFT's limit")
+	}
+	return nil
+}
+
+// Validate reports the first market parameter out of range.
+func (p MarketParams) Validate() error {
+	switch {
+	case p.BidDeposit == nil:
+		return fmt.Errorf("params.market.bid_deposit must be set")
+	case p.ValidatorFeeBps > 10_000 || p.FraudSlashBps > 10_000 || p.NoShowSlashBps > 10_000 || p.CompensationBps > 10_000:
+		return fmt.Errorf("params.market: fractions are basis points, at most 10000")
+	case p.MaxStages == 0 || p.MaxStages > 1024:
+		return fmt.Errorf("params.market.max_stages = %d: want 1..1024", p.MaxStages)
+	case p.MaxRedundancy < 2 || p.MaxRedundancy > 64:
+		return fmt.Errorf("params.market.max_redundancy = %d: want 2..64", p.MaxRedundancy)
+	case p.MaxBidsPerStage < p.MaxRedundancy || p.MaxBidsPerStage > 10_000:
+		return fmt.Errorf("params.market.max_bids_per_stage = %d: want max_redundancy..10000", p.MaxBidsPerStage)
+	case p.MaxJobBlocks < 8 || p.MaxJobBlocks > 1_000_000:
+		return fmt.Errorf("params.market.max_job_blocks = %d: want 8..1000000", p.MaxJobBlocks)
+	case p.DisputeBlocks == 0 || p.DisputeBlocks > 1_000_000:
+		return fmt.Errorf("params.market.dispute_blocks = %d: want 1..1000000", p.DisputeBlocks)
+	case p.ProviderJailBlocks == 0:
+		return fmt.Errorf("params.market.provider_jail_blocks must be positive")
+	}
+	return nil
 }
 
 // DefaultParams: a transfer costs about 33,000 gas, 0.000033 oGPU at 1 gwei.
@@ -44,6 +187,8 @@ func DefaultParams() Params {
 		MsgGas:      9_000,
 		MaxTxBytes:  64 << 10,
 		MaxMsgs:     32,
+		Staking:     DefaultStakingParams(),
+		Market:      DefaultMarketParams(),
 	}
 }
 
@@ -75,6 +220,16 @@ func (p Params) Validate() error {
 	if p.MinGasPrice.BitLen() > 192 {
 		return fmt.Errorf("params.min_gas_price is absurdly large")
 	}
+	if err := p.Staking.Validate(); err != nil {
+		return err
+	}
+	if err := p.Market.Validate(); err != nil {
+		return err
+	}
+	if p.Staking.UnbondingBlocks <= p.Market.MaxJobBlocks+p.Market.DisputeBlocks {
+		return fmt.Errorf("params.staking.unbonding_blocks = %d must exceed market.max_job_blocks + market.dispute_blocks = %d, so stake stays slashable until every job it backed is judged",
+			p.Staking.UnbondingBlocks, p.Market.MaxJobBlocks+p.Market.DisputeBlocks)
+	}
 	return nil
 }
 
@@ -95,12 +250,14 @@ type Account struct {
 	Nonce   uint64        `json:"nonce,omitempty"`
 }
 
-// Validator is a genesis validator: its CometBFT ed25519 consensus key and
-// voting power.
+// Validator is a genesis validator: its operator account, its CometBFT
+// ed25519 consensus key and its bonded self-stake, from which its voting
+// power follows (stake / power_reduction).
 type Validator struct {
-	Name   string `json:"name"`
-	PubKey []byte `json:"pub_key"`
-	Power  int64  `json:"power"`
+	Name     string        `json:"name"`
+	Operator types.Address `json:"operator"`
+	PubKey   []byte        `json:"pub_key"`
+	Stake    *uint256.Int  `json:"stake"`
 }
 
 // Doc is the app_state of genesis.json. The bridge reserve is what the cap
@@ -112,6 +269,10 @@ type Doc struct {
 	Validators []Validator  `json:"validators"`
 	FeePool    *uint256.Int `json:"fee_pool"`
 	Burned     *uint256.Int `json:"burned"`
+	// GenTxs are signed transactions (create-validator, typically) run at
+	// InitChain after the allocations, in order; every one must succeed.
+	// They are how `ogpud testnet` creates its validators.
+	GenTxs []hexutil.Bytes `json:"gen_txs,omitempty"`
 }
 
 // Default returns a valid document with no accounts: the whole supply is in
@@ -152,25 +313,42 @@ func (d *Doc) Validate() error {
 		if len(v.PubKey) != ed25519.PublicKeySize {
 			return fmt.Errorf("validators[%d] (%s): pub_key is %d bytes, want an ed25519 key of %d", i, v.Name, len(v.PubKey), ed25519.PublicKeySize)
 		}
-		if v.Power <= 0 {
-			return fmt.Errorf("validators[%d] (%s): power must be positive", i, v.Name)
+		if v.Operator == (types.Address{}) {
+			return fmt.Errorf("validators[%d] (%s): operator is missing", i, v.Name)
+		}
+		if v.Stake == nil || v.Stake.Lt(d.Params.Staking.MinValidatorStake) {
+			return fmt.Errorf("validators[%d] (%s): stake must be at least params.staking.min_validator_stake (%s)", i, v.Name, types.FormatAmount(d.Params.Staking.MinValidatorStake))
 		}
 		for _, w := range d.Validators[:i] {
 			if bytes.Equal(w.PubKey, v.PubKey) {
 				return fmt.Errorf("validators[%d] (%s): duplicate pub_key", i, v.Name)
 			}
+			if w.Operator == v.Operator {
+				return fmt.Errorf("validators[%d] (%s): operator %s already runs validator %s", i, v.Name, v.Operator, w.Name)
+			}
+		}
+	}
+	if uint64(len(d.Validators)) > d.Params.Staking.MaxValidators {
+		return fmt.Errorf("%d validators, params.staking.max_validators is %d", len(d.Validators), d.Params.Staking.MaxValidators)
+	}
+	for i, tx := range d.GenTxs {
+		if len(tx) == 0 {
+			return fmt.Errorf("gen_txs[%d] is empty", i)
 		}
 	}
 	return nil
 }
 
-// BridgeReserve is MaxSupply minus balances, fee pool and burned tokens; an
+// BridgeReserve is MaxSupply minus balances, stakes, fee pool and burned tokens; an
 // error if they exceed the cap.
 func (d *Doc) BridgeReserve() (*uint256.Int, error) {
 	total := new(uint256.Int)
 	parts := []*uint256.Int{d.FeePool, d.Burned}
 	for _, a := range d.Accounts {
 		parts = append(parts, a.Balance)
+	}
+	for _, v := range d.Validators {
+		parts = append(parts, v.Stake)
 	}
 	for _, p := range parts {
 		if p == nil {
@@ -234,4 +412,10 @@ func Parse(bz []byte) (*Doc, error) {
 // Marshal writes the document as indented JSON.
 func (d *Doc) Marshal() ([]byte, error) {
 	return json.MarshalIndent(d, "", "  ")
+}
+
+// Power is the voting power of a bonded stake: stake / power_reduction.
+// Validate bounds it below CometBFT's total power limit.
+func (p StakingParams) Power(stake *uint256.Int) int64 {
+	return int64(new(uint256.Int).Div(stake, p.PowerReduction).Uint64())
 }

@@ -30,8 +30,8 @@ func validDoc() *Doc {
 	d.FeePool = types.OGPU(1)
 	d.Burned = types.OGPU(2)
 	d.Validators = []Validator{
-		{Name: "v0", PubKey: pubKey(1), Power: 10},
-		{Name: "v1", PubKey: pubKey(2), Power: 5},
+		{Name: "v0", Operator: addr(1), PubKey: pubKey(1), Stake: types.OGPU(10_000)},
+		{Name: "v1", Operator: addr(2), PubKey: pubKey(2), Stake: types.OGPU(5_000)},
 	}
 	return d
 }
@@ -85,8 +85,16 @@ func TestValidateRejects(t *testing.T) {
 		{"base gas overflows", func(d *Doc) { d.Params.TxBaseGas = math.MaxUint64 }, "params.tx_base_gas"},
 		{"short validator key", func(d *Doc) { d.Validators[1].PubKey = d.Validators[1].PubKey[:31] }, "validators[1]"},
 		{"missing validator key", func(d *Doc) { d.Validators[0].PubKey = nil }, "validators[0]"},
-		{"zero power", func(d *Doc) { d.Validators[0].Power = 0 }, "validators[0]"},
-		{"negative power", func(d *Doc) { d.Validators[1].Power = -1 }, "validators[1]"},
+		{"stake below the minimum", func(d *Doc) { d.Validators[0].Stake = types.OGPU(999) }, "validators[0]"},
+		{"missing stake", func(d *Doc) { d.Validators[1].Stake = nil }, "validators[1]"},
+		{"missing operator", func(d *Doc) { d.Validators[1].Operator = types.Address{} }, "validators[1]"},
+		{"operator runs two validators", func(d *Doc) { d.Validators[1].Operator = addr(1) }, "validators[1]"},
+		{"stakes over the cap", func(d *Doc) { d.Validators[1].Stake = types.MaxSupply }, "cap"},
+		{"unbonding shorter than a job", func(d *Doc) { d.Params.Staking.UnbondingBlocks = d.Params.Market.MaxJobBlocks }, "unbonding_blocks"},
+		{"zero power reduction", func(d *Doc) { d.Params.Staking.PowerReduction = new(uint256.Int) }, "power_reduction"},
+		{"slash over 100%", func(d *Doc) { d.Params.Market.FraudSlashBps = 10_001 }, "params.market"},
+		{"redundancy below 2", func(d *Doc) { d.Params.Market.MaxRedundancy = 1 }, "max_redundancy"},
+		{"empty gen tx", func(d *Doc) { d.GenTxs = append(d.GenTxs, nil) }, "gen_txs[0]"},
 		{"duplicate validator key", func(d *Doc) { d.Validators[1].PubKey = pubKey(1) }, "validators[1]"},
 	}
 	for _, tc := range cases {
@@ -333,7 +341,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad balance", replace(`"10000000000000000000"`, `"ten"`), "cannot parse"},
 		{"negative nonce", replace(`"nonce": 3`, `"nonce": -3`), "cannot parse"},
 		{"null fee pool", replace(`"fee_pool": "1000000000000000000"`, `"fee_pool": null`), "fee_pool"},
-		{"invalid document", replace(`"power": 5`, `"power": 0`), "validators[1]"},
+		{"invalid document", replace(`"stake": "5000000000000000000000"`, `"stake": "1"`), "validators[1]"},
 		{"trailing data", append(bytes.Clone(valid), []byte(` {"accounts": []}`)...), "cannot parse"},
 	}
 	for _, tc := range cases {

@@ -5,12 +5,15 @@ package node
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	cmtcfg "github.com/cometbft/cometbft/config"
@@ -23,10 +26,13 @@ import (
 	"github.com/cometbft/cometbft/proxy"
 	cmttypes "github.com/cometbft/cometbft/types"
 	cmttime "github.com/cometbft/cometbft/types/time"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // StateDBName is the application state database under the node's data dir.
@@ -54,6 +60,28 @@ type InitOptions struct {
 	Genesis *genesis.Doc
 	// Config overrides DefaultConfig when set; its root is set to Home.
 	Config *cmtcfg.Config
+	// When Genesis has no validators and no gen_txs, InitHome makes this
+	// node the genesis validator: Operator is its operator account (zero:
+	// generate a key, fund it with OperatorFunds for fees, and write it to
+	// OperatorKeyFile for `ogpu keys import NAME FILE --private-key`), and
+	// SelfBond its stake (nil: 10 × params.staking.min_validator_stake).
+	Operator types.Address
+	SelfBond *uint256.Int
+}
+
+// OperatorFunds is the balance InitHome gives a generated operator key.
+var OperatorFunds = types.OGPU(100)
+
+// OperatorKeyFile is where InitHome writes a generated operator key.
+func OperatorKeyFile(home string) string { return filepath.Join(home, "config", "operator_key.hex") }
+
+// LoadOperatorKey reads the operator key InitHome generated.
+func LoadOperatorKey(home string) (*ecdsa.PrivateKey, error) {
+	bz, err := os.ReadFile(OperatorKeyFile(home))
+	if err != nil {
+		return nil, err
+	}
+	return crypto.HexToECDSA(strings.TrimSpace(string(bz)))
 }
 
 // InitHome writes a node home: config/config.toml, the node key, the
@@ -91,12 +119,34 @@ func InitHome(o InitOptions) (*cmtcfg.Config, error) {
 	if doc == nil {
 		doc = genesis.Default()
 	}
+	if len(doc.Validators) == 0 && len(doc.GenTxs) == 0 {
+		operator := o.Operator
+		if operator == (types.Address{}) {
+			key, err := crypto.GenerateKey()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(OperatorKeyFile(o.Home), []byte(hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("cannot write the operator key: %w", err)
+			}
+			operator = crypto.PubkeyToAddress(key.PublicKey)
+			if err := doc.AddAccount(operator, OperatorFunds); err != nil {
+				return nil, err
+			}
+		}
+		bond := o.SelfBond
+		if bond == nil {
+			bond = new(uint256.Int).Mul(doc.Params.Staking.MinValidatorStake, uint256.NewInt(10))
+		}
+		doc.Validators = append(doc.Validators, genesis.Validator{Name: conf.Moniker, Operator: operator, PubKey: pub.Bytes(), Stake: bond})
+	}
+	// The validator set follows from the app_state's stakes: InitChain
+	// returns it, so genesis.json lists none.
 	gen := &cmttypes.GenesisDoc{
 		GenesisTime:     cmttime.Now(),
 		ChainID:         o.ChainID,
 		InitialHeight:   1,
 		ConsensusParams: cmttypes.DefaultConsensusParams(),
-		Validators:      []cmttypes.GenesisValidator{{Address: pub.Address(), PubKey: pub, Power: 10, Name: conf.Moniker}},
 	}
 	if err := WriteGenesis(conf.GenesisFile(), gen, doc); err != nil {
 		return nil, err

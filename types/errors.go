@@ -41,6 +41,18 @@ var (
 	ErrInvalidMsg        = &Error{10, "invalid message"}
 	ErrTooManyMsgs       = &Error{11, "too many messages"}
 	ErrNoMsgs            = &Error{12, "transaction has no messages"}
+
+	// Market, staking and verification refusals.
+	ErrUnknownJob        = &Error{20, "unknown job"}
+	ErrWrongPhase        = &Error{21, "not allowed in the job's current phase"}
+	ErrNotEligible       = &Error{22, "provider not eligible"}
+	ErrUnauthorized      = &Error{23, "sender not allowed to do this"}
+	ErrDuplicate         = &Error{24, "already done"}
+	ErrCommitMismatch    = &Error{25, "reveal does not match the commitment"}
+	ErrJailed            = &Error{26, "jailed"}
+	ErrUnknownProvider   = &Error{27, "unknown provider"}
+	ErrUnknownValidator  = &Error{28, "unknown validator"}
+	ErrInsufficientStake = &Error{29, "insufficient stake"}
 )
 
 // Query errors: never part of consensus.

@@ -136,6 +136,30 @@ func (b *TxBody) String() string {
 // given to another message.
 const (
 	MsgTypeSend MsgType = 1
+
+	// Staking and validators (escrow).
+	MsgTypeCreateValidator MsgType = 2
+	MsgTypeUnjailValidator MsgType = 3
+	MsgTypeBond            MsgType = 4
+	MsgTypeUnbond          MsgType = 5
+
+	// Providers (market).
+	MsgTypeRegisterProvider MsgType = 6
+	MsgTypeUpdateProvider   MsgType = 7
+	MsgTypeUnjailProvider   MsgType = 8
+
+	// Jobs and auctions (market).
+	MsgTypePostJob   MsgType = 9
+	MsgTypeCancelJob MsgType = 10
+	MsgTypeCommitBid MsgType = 11
+	MsgTypeRevealBid MsgType = 12
+	MsgTypeClaimTask MsgType = 13
+
+	// Results, disputes and canaries (verifier).
+	MsgTypeCommitResult MsgType = 14
+	MsgTypeRevealResult MsgType = 15
+	MsgTypeVoteDispute  MsgType = 16
+	MsgTypeRevealCanary MsgType = 17
 )
 
 // AddressLength is the length of an address in bytes.
@@ -150,4 +174,22 @@ func ParseAddress(s string) (Address, error) {
 		return Address{}, fmt.Errorf("invalid address %q: want 0x followed by 40 hex digits", s)
 	}
 	return common.HexToAddress(s), nil
+}
+
+// NewRawMsg encodes a message payload for a transaction.
+func NewRawMsg(t MsgType, payload any) RawMsg {
+	bz, err := rlp.EncodeToBytes(payload)
+	if err != nil {
+		panic(fmt.Sprintf("types: message %d does not encode: %v", t, err)) // fixed-shape structs always do
+	}
+	return RawMsg{Type: t, Data: bz}
+}
+
+// DecodeMsgPayload decodes an RLP message payload into v, refusing
+// trailing bytes and non-canonical encodings (rlp.DecodeBytes does both).
+func DecodeMsgPayload(name string, data []byte, v any) error {
+	if err := rlp.DecodeBytes(data, v); err != nil {
+		return ErrInvalidMsg.Wrapf("%s: %v", name, err)
+	}
+	return nil
 }

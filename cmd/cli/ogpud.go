@@ -210,7 +210,10 @@ func newExportCmd() *cobra.Command {
 			if snap.Version() == 0 {
 				return fmt.Errorf("the node has committed no block yet")
 			}
-			chainID, doc := chain.ExportGenesis(snap)
+			chainID, doc, err := chain.ExportGenesis(snap)
+			if err != nil {
+				return err
+			}
 			gen.ChainID = chainID
 			gen.InitialHeight = snap.Version() + 1
 			gen.AppHash = nil

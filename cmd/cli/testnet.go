@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,11 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	cmttypes "github.com/cometbft/cometbft/types"
 	cmttime "github.com/cometbft/cometbft/types/time"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
 	"github.com/spf13/cobra"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
@@ -91,13 +95,16 @@ persistent peers between them on loopback ports. Start each with
 	return cmd
 }
 
+// genTxFee pays for a create-validator genesis transaction (about 35,000
+// gas at the default 1 gwei).
+var genTxFee = types.OGPU(1)
+
 // GenerateTestnet writes n validator homes under out that share one genesis
 // with app_state doc and peer with each other on loopback.
 func GenerateTestnet(out, chainID string, n, port int, commit time.Duration, doc *genesis.Doc) ([]TestnetNode, error) {
 	var (
 		nodes []TestnetNode
 		confs []*cmtcfg.Config
-		vals  []cmttypes.GenesisValidator
 	)
 	for i := 0; i < n; i++ {
 		home := filepath.Join(out, fmt.Sprintf("node%d", i))
@@ -120,8 +127,31 @@ func GenerateTestnet(out, chainID string, n, port int, commit time.Duration, doc
 		if err != nil {
 			return nil, err
 		}
-		vals = append(vals, cmttypes.GenesisValidator{Address: pub.Address(), PubKey: pub, Power: 10, Name: conf.Moniker})
-		doc.Validators = append(doc.Validators, genesis.Validator{Name: conf.Moniker, PubKey: pub.Bytes(), Power: 10})
+		// Each validator gets an operator key, funds for its self-bond and
+		// fees, and a signed create-validator genesis transaction: the
+		// validator set is what those transactions bond.
+		opKey, err := crypto.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(node.OperatorKeyFile(home), []byte(hex.EncodeToString(crypto.FromECDSA(opKey))+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		op := crypto.PubkeyToAddress(opKey.PublicKey)
+		bond := new(uint256.Int).Mul(doc.Params.Staking.MinValidatorStake, uint256.NewInt(10))
+		if err := doc.AddAccount(op, new(uint256.Int).Add(bond, node.OperatorFunds)); err != nil {
+			return nil, err
+		}
+		msg := &escrow.MsgCreateValidator{Name: conf.Moniker, PubKey: pub.Bytes(), SelfBond: bond}
+		tx := &types.Tx{Body: types.TxBody{ChainID: chainID, Nonce: 0, Fee: genTxFee, Msgs: []types.RawMsg{msg.Raw()}}}
+		if err := tx.Sign(opKey); err != nil {
+			return nil, err
+		}
+		bz, err := tx.Encode()
+		if err != nil {
+			return nil, err
+		}
+		doc.GenTxs = append(doc.GenTxs, bz)
 		confs = append(confs, conf)
 		nodes = append(nodes, TestnetNode{Home: home, Moniker: conf.Moniker, NodeID: string(nk.ID()), P2P: conf.P2P.ListenAddress, RPC: conf.RPC.ListenAddress})
 	}
@@ -130,7 +160,6 @@ func GenerateTestnet(out, chainID string, n, port int, commit time.Duration, doc
 		ChainID:         chainID,
 		InitialHeight:   1,
 		ConsensusParams: cmttypes.DefaultConsensusParams(),
-		Validators:      vals,
 	}
 	for i, conf := range confs {
 		var peers []string

@@ -1,0 +1,407 @@
+package chain
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// Market query paths. Answers are JSON.
+const (
+	QueryJob        = "/job/"            // + id
+	QueryJobs       = "/jobs"            // all; /jobs/state/NAME, /jobs/client/ADDR, /jobs/provider/ADDR
+	QueryBids       = "/bids/"           // + job id
+	QueryProvider   = "/provider/"       // + address
+	QueryProviders  = "/providers"       // all registered providers
+	QueryMatch      = "/providers/match" // data: JSON Requirements; providers eligible for them
+	QueryWhyNoBids  = "/whynobids/"      // + job id: every provider and why it can or cannot bid
+	QueryEscrow     = "/escrow/"         // + job id
+	QueryStake      = "/stake/"          // + address
+	QueryReputation = "/reputation/"     // + address
+)
+
+// MaxListed bounds list answers.
+const MaxListed = 1000
+
+// TaskView is one stage of a running or finished job.
+type TaskView struct {
+	Stage           uint16          `json:"stage"`
+	Status          string          `json:"status"`
+	Price           *uint256.Int    `json:"price"`
+	CommitDeadline  uint64          `json:"commit_deadline"`
+	RevealDeadline  uint64          `json:"reveal_deadline"`
+	DisputeDeadline uint64          `json:"dispute_deadline,omitempty"`
+	Verdict         types.Hash      `json:"verdict"`
+	Slots           []SlotView      `json:"slots"`
+	Backups         []types.Address `json:"backups"`
+	Votes           []VoteView      `json:"votes,omitempty"`
+}
+
+// SlotView is an assigned replica.
+type SlotView struct {
+	Provider  types.Address `json:"provider"`
+	Committed bool          `json:"committed"`
+	Revealed  bool          `json:"revealed"`
+	Result    *types.Hash   `json:"result,omitempty"`
+	NoShow    bool          `json:"no_show"`
+}
+
+// VoteView is a validator's dispute vote.
+type VoteView struct {
+	Validator types.Address `json:"validator"`
+	Result    types.Hash    `json:"result"`
+	Power     int64         `json:"power"`
+}
+
+// JobView is the answer to /job/ID.
+type JobView struct {
+	*market.Job
+	StateName string       `json:"state_name"`
+	Locked    *uint256.Int `json:"locked"`
+	// Phase says in words where the job is and what happens next.
+	Phase string     `json:"phase"`
+	Tasks []TaskView `json:"tasks"`
+}
+
+// BidView is a bid in /bids/ID.
+type BidView struct {
+	Stage      uint16        `json:"stage"`
+	Provider   types.Address `json:"provider"`
+	Commitment types.Hash    `json:"commitment"`
+	Deposit    *uint256.Int  `json:"deposit"`
+	Revealed   bool          `json:"revealed"`
+	Price      *uint256.Int  `json:"price,omitempty"`
+}
+
+// ProviderView is the answer to /provider/ADDR.
+type ProviderView struct {
+	Address types.Address `json:"address"`
+	*market.Provider
+	Bonded     *uint256.Int        `json:"bonded"`
+	Unbonding  []escrow.Unbonding  `json:"unbonding"`
+	Reputation verifier.Reputation `json:"reputation"`
+	Score      uint64              `json:"score"`
+}
+
+// EligibilityView is one provider's answer in /whynobids/ID.
+type EligibilityView struct {
+	Provider types.Address `json:"provider"`
+	Eligible bool          `json:"eligible"`
+	Reason   string        `json:"reason,omitempty"`
+	Bid      bool          `json:"bid"`
+}
+
+// WhyNoBidsView is the answer to /whynobids/ID.
+type WhyNoBidsView struct {
+	Job       uint64            `json:"job"`
+	State     string            `json:"state"`
+	Bids      uint32            `json:"bids"`
+	Summary   string            `json:"summary"`
+	Providers []EligibilityView `json:"providers"`
+}
+
+// EscrowView is the answer to /escrow/ID.
+type EscrowView struct {
+	Job          uint64       `json:"job"`
+	State        string       `json:"state"`
+	Locked       *uint256.Int `json:"locked"`
+	MaxPayout    *uint256.Int `json:"max_payout"`
+	ValidatorFee *uint256.Int `json:"validator_fee"`
+	Paid         *uint256.Int `json:"paid"`
+	Refunded     *uint256.Int `json:"refunded"`
+	Compensated  *uint256.Int `json:"compensated"`
+}
+
+// StakeView is the answer to /stake/ADDR.
+type StakeView struct {
+	Address   types.Address      `json:"address"`
+	Bonded    *uint256.Int       `json:"bonded"`
+	Unbonding []escrow.Unbonding `json:"unbonding"`
+	Validator *ValidatorView     `json:"validator,omitempty"`
+}
+
+// ReputationView is the answer to /reputation/ADDR.
+type ReputationView struct {
+	Address types.Address `json:"address"`
+	verifier.Reputation
+	Score uint64 `json:"score"`
+}
+
+func parseID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, types.ErrBadQuery.Wrapf("job id %q: want a number", s)
+	}
+	return id, nil
+}
+
+func getJob(r store.KV, s string) (*market.Job, error) {
+	id, err := parseID(s)
+	if err != nil {
+		return nil, err
+	}
+	j, ok := market.GetJob(r, id)
+	if !ok {
+		return nil, types.ErrNotFound.Wrapf("job %d does not exist", id)
+	}
+	return j, nil
+}
+
+func parseAddr(s string) (types.Address, error) {
+	a, err := types.ParseAddress(s)
+	if err != nil {
+		return a, types.ErrBadQuery.Wrapf("%v", err)
+	}
+	return a, nil
+}
+
+// phase describes where a job is at height h (the last committed block).
+func phase(j *market.Job, h uint64) string {
+	switch j.State {
+	case market.JobBidding:
+		if j.Mode == market.ModePool {
+			return "taking claims until height " + u64s(j.RevealEnd) + "; tasks are assigned at its end"
+		}
+		return "taking sealed bids until height " + u64s(j.BidEnd) + ", reveals until " + u64s(j.RevealEnd) + "; the award runs at the end of block " + u64s(j.RevealEnd)
+	case market.JobRevealing:
+		return "taking bid reveals until height " + u64s(j.RevealEnd) + "; the award runs at the end of that block"
+	case market.JobRunning:
+		return "awarded: providers execute, commit and reveal results; " + u64s(uint64(j.Settled)) + " of " + u64s(uint64(j.Stages)) + " stages settled"
+	case market.JobCompleted:
+		return "completed: paid " + types.FormatAmount(j.Paid) + ", refunded " + types.FormatAmount(j.Refunded) + " to the client"
+	case market.JobExpired:
+		return "expired without an eligible bid: the client was refunded (ogpu query why-no-bids " + u64s(j.ID) + ")"
+	case market.JobCancelled:
+		return "cancelled by the client and refunded"
+	}
+	return j.State.String()
+}
+
+func jobView(r store.KV, j *market.Job, h uint64) JobView {
+	v := JobView{Job: j, StateName: j.State.String(), Locked: escrow.NewKeeper(r).Locked(j.ID), Phase: phase(j, h), Tasks: []TaskView{}}
+	vk := verifier.NewKeeper(r)
+	ek := escrow.NewKeeper(r)
+	for s := uint16(0); s < j.Stages; s++ {
+		t, ok := vk.GetTask(j.ID, s)
+		if !ok {
+			continue
+		}
+		tv := TaskView{Stage: s, Status: t.Status.String(), Price: j.Prices[s], CommitDeadline: t.CommitDeadline,
+			RevealDeadline: t.RevealDeadline, DisputeDeadline: t.DisputeDeadline, Verdict: t.Verdict, Backups: t.Backups}
+		for _, sl := range t.Slots {
+			sv := SlotView{Provider: sl.Provider, Committed: sl.Committed, Revealed: sl.Revealed, NoShow: sl.NoShow}
+			if sl.Revealed {
+				res := sl.Result
+				sv.Result = &res
+			}
+			tv.Slots = append(tv.Slots, sv)
+		}
+		for _, vote := range vk.Votes(j.ID, s) {
+			var p int64
+			if val, ok := ek.GetValidator(vote.Validator); ok {
+				p = ek.ReportedPower(val.PubKey)
+			}
+			tv.Votes = append(tv.Votes, VoteView{Validator: vote.Validator, Result: vote.Result, Power: p})
+		}
+		v.Tasks = append(v.Tasks, tv)
+	}
+	return v
+}
+
+func providerView(r store.KV, addr types.Address, p *market.Provider) ProviderView {
+	ek := escrow.NewKeeper(r)
+	rep := verifier.NewKeeper(r).GetReputation(addr)
+	return ProviderView{Address: addr, Provider: p, Bonded: ek.Bonded(addr), Unbonding: ek.Unbondings(addr), Reputation: rep, Score: rep.Score()}
+}
+
+func iterateProviders(r store.KV, fn func(addr types.Address, p *market.Provider) bool) {
+	store.IteratePrefix(r, market.ProviderKey(types.Address{})[:1], func(key, _ []byte) bool {
+		addr := types.BytesToAddress(key[1:])
+		p, _ := market.GetProvider(r, addr)
+		return fn(addr, p)
+	})
+}
+
+// jobIDs lists job ids under an index prefix whose keys end in the id.
+func jobIDs(r store.KV, prefix []byte) []uint64 {
+	ids := []uint64{}
+	store.IteratePrefix(r, prefix, func(key, _ []byte) bool {
+		ids = append(ids, binary.BigEndian.Uint64(key[len(key)-8:]))
+		return len(ids) >= MaxListed
+	})
+	return ids
+}
+
+// marketQuery answers the market paths; ok is false for other paths.
+func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, error) {
+	h := uint64(snap.Version())
+	switch {
+	case strings.HasPrefix(path, QueryJob):
+		j, err := getJob(snap, strings.TrimPrefix(path, QueryJob))
+		if err != nil {
+			return nil, true, err
+		}
+		return jobView(snap, j, h), true, nil
+	case path == QueryJobs || strings.HasPrefix(path, QueryJobs+"/"):
+		var prefix []byte
+		switch parts := strings.Split(strings.TrimPrefix(path, QueryJobs), "/"); {
+		case len(parts) == 1:
+			prefix = market.JobKey(0)[:1]
+		case len(parts) == 3 && parts[1] == "state":
+			s, err := market.ParseJobState(parts[2])
+			if err != nil {
+				return nil, true, types.ErrBadQuery.Wrapf("%v", err)
+			}
+			prefix = market.ByStatePrefix(s)
+		case len(parts) == 3 && (parts[1] == "client" || parts[1] == "provider"):
+			a, err := parseAddr(parts[2])
+			if err != nil {
+				return nil, true, err
+			}
+			if parts[1] == "client" {
+				prefix = market.ByClientPrefix(a)
+			} else {
+				prefix = market.ByProviderPrefix(a)
+			}
+		default:
+			return nil, true, types.ErrBadQuery.Wrapf("%q: want /jobs, /jobs/state/NAME, /jobs/client/ADDR or /jobs/provider/ADDR", path)
+		}
+		views := []JobView{}
+		for _, id := range jobIDs(snap, prefix) {
+			if j, ok := market.GetJob(snap, id); ok {
+				views = append(views, jobView(snap, j, h))
+			}
+		}
+		return views, true, nil
+	case strings.HasPrefix(path, QueryBids):
+		j, err := getJob(snap, strings.TrimPrefix(path, QueryBids))
+		if err != nil {
+			return nil, true, err
+		}
+		bids := []BidView{}
+		for _, b := range market.Bids(snap, j.ID) {
+			bv := BidView{Stage: b.Stage, Provider: b.Provider, Commitment: b.Commitment, Deposit: b.Deposit, Revealed: b.Revealed}
+			if b.Revealed {
+				bv.Price = b.Price
+			}
+			bids = append(bids, bv)
+		}
+		return bids, true, nil
+	case path == QueryMatch:
+		var req market.Requirements
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, true, types.ErrBadQuery.Wrapf("requirements: %v", err)
+		}
+		if req.MinStake == nil {
+			req.MinStake = new(uint256.Int)
+		}
+		probe := &market.Job{ID: 0, Req: req}
+		params := getParams(snap)
+		out := []ProviderView{}
+		iterateProviders(snap, func(addr types.Address, p *market.Provider) bool {
+			if market.Eligible(snap, params, h, probe, addr) == nil {
+				out = append(out, providerView(snap, addr, p))
+			}
+			return len(out) >= MaxListed
+		})
+		return out, true, nil
+	case strings.HasPrefix(path, QueryProvider):
+		a, err := parseAddr(strings.TrimPrefix(path, QueryProvider))
+		if err != nil {
+			return nil, true, err
+		}
+		p, ok := market.GetProvider(snap, a)
+		if !ok {
+			return nil, true, types.ErrNotFound.Wrapf("%s is not a registered provider", a)
+		}
+		return providerView(snap, a, p), true, nil
+	case path == QueryProviders:
+		out := []ProviderView{}
+		iterateProviders(snap, func(addr types.Address, p *market.Provider) bool {
+			out = append(out, providerView(snap, addr, p))
+			return len(out) >= MaxListed
+		})
+		return out, true, nil
+	case strings.HasPrefix(path, QueryWhyNoBids):
+		j, err := getJob(snap, strings.TrimPrefix(path, QueryWhyNoBids))
+		if err != nil {
+			return nil, true, err
+		}
+		return whyNoBids(snap, getParams(snap), j, h), true, nil
+	case strings.HasPrefix(path, QueryEscrow):
+		j, err := getJob(snap, strings.TrimPrefix(path, QueryEscrow))
+		if err != nil {
+			return nil, true, err
+		}
+		return EscrowView{Job: j.ID, State: j.State.String(), Locked: escrow.NewKeeper(snap).Locked(j.ID), MaxPayout: j.MaxPayout(),
+			ValidatorFee: j.ValidatorFee, Paid: j.Paid, Refunded: j.Refunded, Compensated: j.Compensated}, true, nil
+	case strings.HasPrefix(path, QueryStake):
+		a, err := parseAddr(strings.TrimPrefix(path, QueryStake))
+		if err != nil {
+			return nil, true, err
+		}
+		ek := escrow.NewKeeper(snap)
+		v := StakeView{Address: a, Bonded: ek.Bonded(a), Unbonding: ek.Unbondings(a)}
+		if val, ok := ek.GetValidator(a); ok {
+			vv := validatorView(ek, a, val)
+			v.Validator = &vv
+		}
+		return v, true, nil
+	case strings.HasPrefix(path, QueryReputation):
+		a, err := parseAddr(strings.TrimPrefix(path, QueryReputation))
+		if err != nil {
+			return nil, true, err
+		}
+		rep := verifier.NewKeeper(snap).GetReputation(a)
+		return ReputationView{Address: a, Reputation: rep, Score: rep.Score()}, true, nil
+	}
+	return nil, false, nil
+}
+
+func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNoBidsView {
+	v := WhyNoBidsView{Job: j.ID, State: j.State.String(), Providers: []EligibilityView{}}
+	for _, n := range j.Bids {
+		v.Bids += n
+	}
+	bidders := map[types.Address]bool{} // looked up only
+	for _, b := range market.Bids(r, j.ID) {
+		bidders[b.Provider] = true
+	}
+	eligible := 0
+	iterateProviders(r, func(addr types.Address, _ *market.Provider) bool {
+		e := EligibilityView{Provider: addr, Eligible: true, Bid: bidders[addr]}
+		if err := market.Eligible(r, params, h, j, addr); err != nil {
+			e.Eligible, e.Reason = false, strings.TrimPrefix(err.Error(), types.ErrNotEligible.Desc+": ")
+		} else {
+			eligible++
+		}
+		v.Providers = append(v.Providers, e)
+		return len(v.Providers) >= MaxListed
+	})
+	switch {
+	case len(v.Providers) == 0:
+		v.Summary = "no provider is registered on this chain"
+	case eligible == 0:
+		v.Summary = "no registered provider meets the job's requirements: see each reason"
+	case v.Bids == 0:
+		v.Summary = u64s(uint64(eligible)) + " eligible providers, none bid: the price cap may be below their prices, or their agents are not running"
+	default:
+		v.Summary = u64s(uint64(v.Bids)) + " bids from " + u64s(uint64(eligible)) + " eligible providers"
+	}
+	return v
+}
+
+func validatorView(ek escrow.Keeper, op types.Address, v *escrow.Validator) ValidatorView {
+	return ValidatorView{Name: v.Name, Operator: op, PubKey: v.PubKey, Power: uint64(ek.ReportedPower(v.PubKey)),
+		Stake: ek.Bonded(op), Jailed: v.Jailed, JailedUntil: v.JailedUntil, Tombstoned: v.Tombstoned, Missed: v.Missed}
+}

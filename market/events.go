@@ -1,0 +1,215 @@
+package market
+
+import (
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Typed events of the market, staking and verification. Names and
+// attribute keys are part of the public interface: provider agents and
+// clients subscribe to them (job_posted.job EXISTS, job_awarded.provider
+// CONTAINS '0x..'). Decode with types.DecodeEvent.
+
+type EventProviderRegistered struct {
+	Provider types.Address `event:"provider,index"`
+	PeerID   string        `event:"peer_id"`
+	Update   bool          `event:"update"`
+}
+
+func (EventProviderRegistered) EventType() string { return "provider_registered" }
+
+type EventProviderJailed struct {
+	Provider   types.Address `event:"provider,index"`
+	Until      uint64        `event:"until"`
+	Tombstoned bool          `event:"tombstoned"`
+	Reason     string        `event:"reason"`
+}
+
+func (EventProviderJailed) EventType() string { return "provider_jailed" }
+
+type EventProviderUnjailed struct {
+	Provider types.Address `event:"provider,index"`
+}
+
+func (EventProviderUnjailed) EventType() string { return "provider_unjailed" }
+
+type EventSlashed struct {
+	Account      types.Address `event:"account,index"`
+	Job          uint64        `event:"job,index"`
+	Stage        uint16        `event:"stage"`
+	Amount       *uint256.Int  `event:"amount"`
+	Compensation *uint256.Int  `event:"compensation"`
+	Burned       *uint256.Int  `event:"burned"`
+	Reason       string        `event:"reason"`
+}
+
+func (EventSlashed) EventType() string { return "slashed" }
+
+type EventJobPosted struct {
+	Job        uint64        `event:"job,index"`
+	Client     types.Address `event:"client,index"`
+	Kind       string        `event:"kind"`
+	Mode       string        `event:"mode"`
+	Model      types.Hash    `event:"model"`
+	Stages     uint16        `event:"stages"`
+	Redundancy uint16        `event:"redundancy"`
+	MaxPrice   *uint256.Int  `event:"max_price"`
+	Locked     *uint256.Int  `event:"locked"`
+	BidEnd     uint64        `event:"bid_end"`
+	RevealEnd  uint64        `event:"reveal_end"`
+}
+
+func (EventJobPosted) EventType() string { return "job_posted" }
+
+type EventJobCancelled struct {
+	Job    uint64       `event:"job,index"`
+	Refund *uint256.Int `event:"refund"`
+}
+
+func (EventJobCancelled) EventType() string { return "job_cancelled" }
+
+type EventBidCommitted struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Deposit  *uint256.Int  `event:"deposit"`
+}
+
+func (EventBidCommitted) EventType() string { return "bid_committed" }
+
+type EventBidRevealed struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Price    *uint256.Int  `event:"price"`
+}
+
+func (EventBidRevealed) EventType() string { return "bid_revealed" }
+
+type EventBidForfeited struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Deposit  *uint256.Int  `event:"deposit"`
+}
+
+func (EventBidForfeited) EventType() string { return "bid_forfeited" }
+
+type EventJobRevealing struct {
+	Job       uint64 `event:"job,index"`
+	RevealEnd uint64 `event:"reveal_end"`
+}
+
+func (EventJobRevealing) EventType() string { return "job_revealing" }
+
+// EventJobAwarded is emitted per stage at the close. Providers is the
+// winners in rank order; each is paid Price.
+type EventJobAwarded struct {
+	Job            uint64       `event:"job,index"`
+	Stage          uint16       `event:"stage"`
+	Providers      []string     `event:"providers"`
+	Price          *uint256.Int `event:"price"`
+	CommitDeadline uint64       `event:"commit_deadline"`
+	RevealDeadline uint64       `event:"reveal_deadline"`
+}
+
+func (EventJobAwarded) EventType() string { return "job_awarded" }
+
+type EventJobExpired struct {
+	Job    uint64       `event:"job,index"`
+	Refund *uint256.Int `event:"refund"`
+	Reason string       `event:"reason"`
+}
+
+func (EventJobExpired) EventType() string { return "job_expired" }
+
+type EventResultCommitted struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	// RevealsOpen is true when this was the last commitment awaited.
+	RevealsOpen bool `event:"reveals_open"`
+}
+
+func (EventResultCommitted) EventType() string { return "result_committed" }
+
+type EventResultRevealed struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Result   types.Hash    `event:"result"`
+}
+
+func (EventResultRevealed) EventType() string { return "result_revealed" }
+
+type EventNoShow struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Missed   string        `event:"missed"` // "commit" or "reveal"
+}
+
+func (EventNoShow) EventType() string { return "no_show" }
+
+type EventSlotReassigned struct {
+	Job            uint64        `event:"job,index"`
+	Stage          uint16        `event:"stage"`
+	From           types.Address `event:"from"`
+	To             types.Address `event:"to,index"`
+	CommitDeadline uint64        `event:"commit_deadline"`
+	RevealDeadline uint64        `event:"reveal_deadline"`
+}
+
+func (EventSlotReassigned) EventType() string { return "slot_reassigned" }
+
+type EventDisputeOpened struct {
+	Job      uint64   `event:"job,index"`
+	Stage    uint16   `event:"stage"`
+	Results  []string `event:"results"`
+	Deadline uint64   `event:"deadline"`
+}
+
+func (EventDisputeOpened) EventType() string { return "dispute_opened" }
+
+type EventDisputeVoted struct {
+	Job       uint64        `event:"job,index"`
+	Stage     uint16        `event:"stage"`
+	Validator types.Address `event:"validator,index"`
+	Result    types.Hash    `event:"result"`
+	Power     uint64        `event:"power"`
+}
+
+func (EventDisputeVoted) EventType() string { return "dispute_voted" }
+
+// EventTaskSettled closes a stage: Outcome is "agreed" (all revealed
+// results equal), "verdict" (a dispute decided), "canary" (checked
+// against a validator's known answer), "unresolved" (a dispute without a
+// 2/3 vote: refunded) or "no_results" (refunded).
+type EventTaskSettled struct {
+	Job     uint64       `event:"job,index"`
+	Stage   uint16       `event:"stage"`
+	Outcome string       `event:"outcome"`
+	Result  types.Hash   `event:"result"`
+	Paid    *uint256.Int `event:"paid"`
+	Refund  *uint256.Int `event:"refund"`
+}
+
+func (EventTaskSettled) EventType() string { return "task_settled" }
+
+type EventJobCompleted struct {
+	Job          uint64       `event:"job,index"`
+	Paid         *uint256.Int `event:"paid"`
+	Refunded     *uint256.Int `event:"refunded"`
+	Compensated  *uint256.Int `event:"compensated"`
+	ValidatorFee *uint256.Int `event:"validator_fee"`
+}
+
+func (EventJobCompleted) EventType() string { return "job_completed" }
+
+type EventCanaryRevealed struct {
+	Job    uint64     `event:"job,index"`
+	Answer types.Hash `event:"answer"`
+}
+
+func (EventCanaryRevealed) EventType() string { return "canary_revealed" }

@@ -1,0 +1,657 @@
+package market
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/rlp"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// Context is what a handler sees of the block it runs in.
+type Context struct {
+	KV store.KV
+	// Height is the height of the block being executed.
+	Height uint64
+	// BlockHash seeds the last tie-break of auctions. Every node executes
+	// the same decided block, so it is the same everywhere.
+	BlockHash []byte
+	Params    genesis.Params
+	Events    *types.Events
+}
+
+// Keeper runs the market over one Context.
+type Keeper struct {
+	ctx Context
+	kv  store.KV
+	esc escrow.Keeper
+	ver verifier.Keeper
+	p   genesis.MarketParams
+	sp  genesis.StakingParams
+}
+
+// NewKeeper returns a keeper for ctx. A nil ctx.Events discards events.
+func NewKeeper(ctx Context) *Keeper {
+	if ctx.Events == nil {
+		ctx.Events = new(types.Events)
+	}
+	return &Keeper{
+		ctx: ctx, kv: ctx.KV,
+		esc: escrow.NewKeeper(ctx.KV), ver: verifier.NewKeeper(ctx.KV),
+		p: ctx.Params.Market, sp: ctx.Params.Staking,
+	}
+}
+
+func (k *Keeper) emit(e types.Event) { k.ctx.Events.Emit(e) }
+
+// ---- storage ----
+
+func decode(bz []byte, v any, what string) {
+	if err := rlp.DecodeBytes(bz, v); err != nil {
+		panic(fmt.Errorf("market: stored %s unreadable: %w", what, err))
+	}
+}
+
+func encode(v any) []byte {
+	bz, err := rlp.EncodeToBytes(v)
+	if err != nil {
+		panic(err)
+	}
+	return bz
+}
+
+// GetProvider returns a provider's record.
+func (k *Keeper) GetProvider(addr types.Address) (*Provider, bool) {
+	return GetProvider(k.kv, addr)
+}
+
+// GetProvider reads a provider's record from r.
+func GetProvider(r store.Reader, addr types.Address) (*Provider, bool) {
+	bz := r.Get(ProviderKey(addr))
+	if bz == nil {
+		return nil, false
+	}
+	var p Provider
+	decode(bz, &p, "provider")
+	return &p, true
+}
+
+func (k *Keeper) setProvider(addr types.Address, p *Provider) { k.kv.Set(ProviderKey(addr), encode(p)) }
+
+// GetJob reads a job from r.
+func GetJob(r store.Reader, id uint64) (*Job, bool) {
+	bz := r.Get(JobKey(id))
+	if bz == nil {
+		return nil, false
+	}
+	var j Job
+	decode(bz, &j, "job")
+	return &j, true
+}
+
+func (k *Keeper) job(id uint64) (*Job, error) {
+	j, ok := GetJob(k.kv, id)
+	if !ok {
+		return nil, types.ErrUnknownJob.Wrapf("job %d does not exist", id)
+	}
+	return j, nil
+}
+
+func (k *Keeper) setJob(j *Job) { k.kv.Set(JobKey(j.ID), encode(j)) }
+
+func (k *Keeper) setState(j *Job, s JobState) {
+	k.kv.Delete(byStateKey(j.State, j.ID))
+	j.State = s
+	k.kv.Set(byStateKey(s, j.ID), []byte{})
+}
+
+// GetBid reads a bid from r.
+func GetBid(r store.Reader, job uint64, stage uint16, p types.Address) (*Bid, bool) {
+	bz := r.Get(BidKey(job, stage, p))
+	if bz == nil {
+		return nil, false
+	}
+	var b Bid
+	decode(bz, &b, "bid")
+	return &b, true
+}
+
+// StageBid is a bid with where it is.
+type StageBid struct {
+	Stage    uint16
+	Provider types.Address
+	Bid
+}
+
+// Bids returns the bids on a job, by stage then provider.
+func Bids(r store.Reader, job uint64) []StageBid {
+	var out []StageBid
+	pfx := cat([]byte{prefixBid}, be64(job))
+	store.IteratePrefix(r, pfx, func(key, value []byte) bool {
+		var b StageBid
+		decode(value, &b.Bid, "bid")
+		b.Stage = binary.BigEndian.Uint16(key[9:11])
+		b.Provider = types.BytesToAddress(key[11:])
+		out = append(out, b)
+		return false
+	})
+	return out
+}
+
+func (k *Keeper) schedule(height, job uint64, stage uint16, kind byte) {
+	k.kv.Set(scheduleKey(height, job, stage, kind), []byte{})
+}
+
+// ---- providers ----
+
+// RegisterProvider registers (or, with update, re-publishes) from's record.
+func (k *Keeper) RegisterProvider(from types.Address, info *ProviderInfo, update bool) error {
+	p, exists := k.GetProvider(from)
+	switch {
+	case update && !exists:
+		return types.ErrUnknownProvider.Wrapf("%s is not a registered provider: register first", from)
+	case !update && exists:
+		return types.ErrDuplicate.Wrapf("%s is already registered: use update", from)
+	}
+	if !exists {
+		p = &Provider{Registered: k.ctx.Height}
+	}
+	p.PeerID, p.Addrs, p.Attributes, p.Runtimes, p.Models, p.Class = info.PeerID, info.Addrs, info.Attributes, info.Runtimes, info.Models, info.Class
+	k.setProvider(from, p)
+	k.emit(EventProviderRegistered{Provider: from, PeerID: info.PeerID, Update: update})
+	return nil
+}
+
+// UnjailProvider lets a jailed provider bid again.
+func (k *Keeper) UnjailProvider(from types.Address) error {
+	p, ok := k.GetProvider(from)
+	switch {
+	case !ok:
+		return types.ErrUnknownProvider.Wrapf("%s is not a registered provider", from)
+	case !p.Jailed:
+		return types.ErrInvalidMsg.Wrapf("provider %s is not jailed", from)
+	case p.Tombstoned:
+		return types.ErrJailed.Wrapf("provider %s was tombstoned for fraud and can never unjail", from)
+	case k.ctx.Height < p.JailedUntil:
+		return types.ErrJailed.Wrapf("provider %s is jailed until height %d (now %d)", from, p.JailedUntil, k.ctx.Height)
+	}
+	p.Jailed = false
+	k.setProvider(from, p)
+	k.emit(EventProviderUnjailed{Provider: from})
+	return nil
+}
+
+func (k *Keeper) jailProvider(addr types.Address, until uint64, tombstone bool, reason string) {
+	p, ok := k.GetProvider(addr)
+	if !ok {
+		return
+	}
+	p.Jailed = true
+	if until > p.JailedUntil {
+		p.JailedUntil = until
+	}
+	p.Tombstoned = p.Tombstoned || tombstone
+	k.setProvider(addr, p)
+	k.emit(EventProviderJailed{Provider: addr, Until: p.JailedUntil, Tombstoned: p.Tombstoned, Reason: reason})
+}
+
+// Eligible returns nil if provider may bid on (or be awarded) job, or the
+// reason it may not, written for the provider's operator to act on.
+func Eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr types.Address) error {
+	p, ok := GetProvider(r, addr)
+	if !ok {
+		return types.ErrNotEligible.Wrapf("%s is not a registered provider: ogpu tx provider register", addr)
+	}
+	if addr == j.Client {
+		return types.ErrNotEligible.Wrapf("%s posted job %d and cannot work on it", addr, j.ID)
+	}
+	if p.Tombstoned {
+		return types.ErrNotEligible.Wrapf("provider %s was tombstoned for fraud", addr)
+	}
+	if p.Jailed {
+		return types.ErrNotEligible.Wrapf("provider %s is jailed (until height %d, then ogpu tx provider unjail)", addr, p.JailedUntil)
+	}
+	need := params.Staking.MinProviderStake
+	if j.Req.MinStake.Gt(need) {
+		need = j.Req.MinStake
+	}
+	if have := escrow.NewKeeper(r).Bonded(addr); have.Lt(need) {
+		return types.ErrNotEligible.Wrapf("provider %s has %s bonded, job %d needs %s: ogpu tx provider bond", addr, types.FormatAmount(have), j.ID, types.FormatAmount(need))
+	}
+	if score := verifier.NewKeeper(r).GetReputation(addr).Score(); score < j.Req.MinReputation {
+		return types.ErrNotEligible.Wrapf("provider %s has reputation %d, job %d needs %d", addr, score, j.ID, j.Req.MinReputation)
+	}
+	if j.Req.Runtime != "" && !contains(p.Runtimes, j.Req.Runtime) {
+		return types.ErrNotEligible.Wrapf("provider %s does not offer runtime %q", addr, j.Req.Runtime)
+	}
+	if j.Req.Class != "" && p.Class != j.Req.Class {
+		return types.ErrNotEligible.Wrapf("provider %s is in determinism class %q, job %d needs %q", addr, p.Class, j.ID, j.Req.Class)
+	}
+	if miss := MatchAll(j.Req.Attributes, p.Attributes); miss != "" {
+		return types.ErrNotEligible.Wrapf("provider %s has no attribute matching %q", addr, miss)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- jobs ----
+
+// PostJob posts a job, locking its maximum payout and validator fee.
+func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
+	if uint64(m.Stages) > k.p.MaxStages {
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: %d stages, at most %d", m.Stages, k.p.MaxStages)
+	}
+	if uint64(m.Redundancy) > k.p.MaxRedundancy {
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: redundancy %d, at most %d", m.Redundancy, k.p.MaxRedundancy)
+	}
+	w := m.Windows
+	life, overflow := uint64(0), false
+	for _, n := range []uint64{w.Bid, w.Reveal, w.Execute, w.Verify, w.Execute, w.Verify} {
+		if n > k.p.MaxJobBlocks {
+			overflow = true
+		}
+		life += n
+	}
+	if overflow || life > k.p.MaxJobBlocks {
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) must be at most %d blocks", k.p.MaxJobBlocks)
+	}
+	if m.Canary != (types.Hash{}) && !k.esc.IsValidator(from) {
+		return 0, types.ErrUnauthorized.Wrapf("only a validator's operator may post a canary job")
+	}
+	id := decodeU64(k.kv.Get(NextJobKey()))
+	if id == 0 {
+		id = 1
+	}
+	k.kv.Set(NextJobKey(), be64(id+1))
+	j := &Job{
+		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
+		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
+		Input: m.Input, Windows: m.Windows, Canary: m.Canary,
+		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
+		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int),
+	}
+	for i := range j.Prices {
+		j.Prices[i] = new(uint256.Int)
+	}
+	j.BidEnd = k.ctx.Height + w.Bid
+	j.RevealEnd = j.BidEnd + w.Reveal
+	j.Expiry = j.RevealEnd + 2*(w.Execute+w.Verify)
+	j.ValidatorFee = escrow.MulBps(j.MaxPayout(), k.p.ValidatorFeeBps)
+	lock := new(uint256.Int).Add(j.MaxPayout(), j.ValidatorFee)
+	if err := k.esc.Lock(from, id, lock); err != nil {
+		return 0, fmt.Errorf("cannot lock the job's escrow of %s: %w", types.FormatAmount(lock), err)
+	}
+	j.State = JobBidding
+	k.kv.Set(byStateKey(JobBidding, id), []byte{})
+	k.kv.Set(byClientKey(from, id), []byte{})
+	k.setJob(j)
+	if w.Reveal > 0 {
+		k.schedule(j.BidEnd, id, stageNone, deadlineBidEnd)
+	}
+	k.schedule(j.RevealEnd, id, stageNone, deadlineClose)
+	k.emit(EventJobPosted{Job: id, Client: from, Kind: j.Kind, Mode: j.Mode, Model: j.Model, Stages: j.Stages,
+		Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Locked: lock, BidEnd: j.BidEnd, RevealEnd: j.RevealEnd})
+	return id, nil
+}
+
+func decodeU64(bz []byte) uint64 {
+	if len(bz) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(bz)
+}
+
+// CancelJob cancels a job before its award, refunding every deposit and
+// the client's escrow.
+func (k *Keeper) CancelJob(from types.Address, id uint64) error {
+	j, err := k.job(id)
+	if err != nil {
+		return err
+	}
+	if j.Client != from {
+		return types.ErrUnauthorized.Wrapf("job %d belongs to %s", id, j.Client)
+	}
+	if j.State != JobBidding && j.State != JobRevealing {
+		return types.ErrWrongPhase.Wrapf("job %d is %s: only a job not yet awarded can be cancelled", id, j.State)
+	}
+	for _, b := range Bids(k.kv, id) {
+		k.esc.Release(id, b.Provider, b.Deposit)
+	}
+	k.clearBook(id)
+	refund := k.esc.Locked(id)
+	k.esc.Release(id, j.Client, refund)
+	j.Refunded.Add(j.Refunded, refund)
+	k.setState(j, JobCancelled)
+	k.setJob(j)
+	k.emit(EventJobCancelled{Job: id, Refund: refund})
+	return nil
+}
+
+// clearBook drops a job's order book once its bids are resolved. The bid
+// records stay, for queries; their deposits were returned or burned.
+func (k *Keeper) clearBook(job uint64) {
+	var keys [][]byte
+	store.IteratePrefix(k.kv, cat([]byte{prefixBook}, be64(job)), func(key, _ []byte) bool {
+		keys = append(keys, bytes.Clone(key))
+		return false
+	})
+	for _, key := range keys {
+		k.kv.Delete(key)
+	}
+}
+
+func (k *Keeper) checkStage(j *Job, stage uint16) error {
+	if stage >= j.Stages {
+		return types.ErrInvalidMsg.Wrapf("job %d has stages 0..%d, not %d", j.ID, j.Stages-1, stage)
+	}
+	return nil
+}
+
+// CommitBid places a sealed bid and locks its deposit.
+func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
+	j, err := k.job(m.Job)
+	if err != nil {
+		return err
+	}
+	if err := k.checkStage(j, m.Stage); err != nil {
+		return err
+	}
+	switch {
+	case j.Mode != ModeAuction:
+		return types.ErrWrongPhase.Wrapf("job %d is a %s job: claim tasks with ogpu tx market claim", j.ID, j.Mode)
+	case j.State != JobBidding || k.ctx.Height > j.BidEnd:
+		return types.ErrWrongPhase.Wrapf("job %d is not taking bids: its bid window ended at height %d (now %d, %s)", j.ID, j.BidEnd, k.ctx.Height, j.State)
+	}
+	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
+		return types.ErrDuplicate.Wrapf("%s already bid on job %d stage %d", from, j.ID, m.Stage)
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
+	}
+	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
+		return types.ErrWrongPhase.Wrapf("job %d stage %d has the maximum of %d bids", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
+		return fmt.Errorf("cannot lock the bid deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
+	}
+	j.Bids[m.Stage]++
+	b := &Bid{Commitment: m.Commitment, Deposit: k.p.BidDeposit.Clone(), Price: new(uint256.Int), Seq: k.nextSeq(j)}
+	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
+	k.setJob(j)
+	k.emit(EventBidCommitted{Job: j.ID, Stage: m.Stage, Provider: from, Deposit: b.Deposit})
+	return nil
+}
+
+func (k *Keeper) nextSeq(j *Job) uint64 {
+	var n uint64
+	for _, c := range j.Bids {
+		n += uint64(c)
+	}
+	return n
+}
+
+// RevealBid opens a sealed bid during the reveal window.
+func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
+	j, err := k.job(m.Job)
+	if err != nil {
+		return err
+	}
+	if err := k.checkStage(j, m.Stage); err != nil {
+		return err
+	}
+	if j.Mode != ModeAuction {
+		return types.ErrWrongPhase.Wrapf("job %d is a %s job: it has no sealed bids", j.ID, j.Mode)
+	}
+	if k.ctx.Height <= j.BidEnd || k.ctx.Height > j.RevealEnd || !j.State.Open() || j.State == JobRunning {
+		return types.ErrWrongPhase.Wrapf("job %d takes reveals at heights %d..%d (now %d)", j.ID, j.BidEnd+1, j.RevealEnd, k.ctx.Height)
+	}
+	b, ok := GetBid(k.kv, j.ID, m.Stage, from)
+	switch {
+	case !ok:
+		return types.ErrUnknownJob.Wrapf("%s has no sealed bid on job %d stage %d", from, j.ID, m.Stage)
+	case b.Revealed:
+		return types.ErrDuplicate.Wrapf("%s already revealed its bid on job %d stage %d", from, j.ID, m.Stage)
+	case BidCommitment(j.ID, m.Stage, m.Price, m.Salt, from) != b.Commitment:
+		return types.ErrCommitMismatch.Wrapf("hash(job %d, stage %d, price %s, salt, %s) is not the sealed bid", j.ID, m.Stage, m.Price.Dec(), from)
+	case m.Price.Gt(j.MaxPrice):
+		return types.ErrInvalidMsg.Wrapf("price %s is above job %d's cap of %s", types.FormatAmount(m.Price), j.ID, types.FormatAmount(j.MaxPrice))
+	}
+	b.Revealed, b.Price = true, m.Price.Clone()
+	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
+	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), []byte{})
+	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
+	return nil
+}
+
+// ClaimTask claims a task of a pool-mode job at its fixed reward. The first
+// r eligible claims of each task are assigned at the close.
+func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
+	j, err := k.job(m.Job)
+	if err != nil {
+		return err
+	}
+	if err := k.checkStage(j, m.Stage); err != nil {
+		return err
+	}
+	switch {
+	case j.Mode != ModePool:
+		return types.ErrWrongPhase.Wrapf("job %d is an auction: bid with ogpu tx market bid", j.ID)
+	case !j.State.Open() || j.State == JobRunning || k.ctx.Height > j.RevealEnd:
+		return types.ErrWrongPhase.Wrapf("job %d took claims until height %d (now %d)", j.ID, j.RevealEnd, k.ctx.Height)
+	}
+	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
+		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
+	}
+	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
+		return types.ErrWrongPhase.Wrapf("job %d task %d has the maximum of %d claims", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
+		return fmt.Errorf("cannot lock the claim deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
+	}
+	b := &Bid{Deposit: k.p.BidDeposit.Clone(), Revealed: true, Price: j.MaxPrice.Clone(), Seq: k.nextSeq(j)}
+	j.Bids[m.Stage]++
+	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
+	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), []byte{})
+	k.setJob(j)
+	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
+	return nil
+}
+
+// ---- the close ----
+
+type ranked struct {
+	provider types.Address
+	price    *uint256.Int
+	score    uint64
+	tie      types.Hash
+	seq      uint64
+}
+
+// rank orders eligible revealed bids: auctions by price, then reputation
+// (higher first), then hash(block hash | job | stage | provider); pools by
+// arrival.
+func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
+	var all []ranked
+	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, stage), func(key, _ []byte) bool {
+		addr := types.BytesToAddress(key[len(key)-types.AddressLength:])
+		b, _ := GetBid(k.kv, j.ID, stage, addr)
+		if Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr) != nil {
+			return false
+		}
+		h := sha256.New()
+		h.Write(k.ctx.BlockHash)
+		h.Write(be64(j.ID))
+		h.Write(be16(stage))
+		h.Write(addr[:])
+		all = append(all, ranked{provider: addr, price: b.Price, score: k.ver.GetReputation(addr).Score(), tie: types.Hash(h.Sum(nil)), seq: b.Seq})
+		return false
+	})
+	less := func(a, b ranked) int {
+		if j.Mode == ModePool {
+			return cmpU64(a.seq, b.seq)
+		}
+		if c := a.price.Cmp(b.price); c != 0 {
+			return c
+		}
+		if a.score != b.score {
+			return -cmpU64(a.score, b.score)
+		}
+		return bytes.Compare(a.tie[:], b.tie[:])
+	}
+	sortStable(all, less)
+	n := int(j.Redundancy)
+	if len(all) < n {
+		return all, nil
+	}
+	return all[:n], all[n:]
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sortStable is an insertion-free merge sort over a total order (ties are
+// impossible: the tie hash differs per provider), kept local so that the
+// order never depends on a library's algorithm.
+func sortStable(s []ranked, cmp func(a, b ranked) int) {
+	if len(s) < 2 {
+		return
+	}
+	mid := len(s) / 2
+	a := append([]ranked(nil), s[:mid]...)
+	b := append([]ranked(nil), s[mid:]...)
+	sortStable(a, cmp)
+	sortStable(b, cmp)
+	i, j, o := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if cmp(b[j], a[i]) < 0 {
+			s[o] = b[j]
+			j++
+		} else {
+			s[o] = a[i]
+			i++
+		}
+		o++
+	}
+	o += copy(s[o:], a[i:])
+	copy(s[o:], b[j:])
+}
+
+// close runs at the end of the reveal window: per stage, award the r best
+// eligible bids at the uniform clearing price, refund revealed deposits,
+// burn unrevealed ones; expire the job if no stage was awarded.
+func (k *Keeper) close(j *Job) {
+	type award struct {
+		winners, backups []ranked
+		price            *uint256.Int
+	}
+	awards := make([]award, j.Stages)
+	awarded := 0
+	for s := uint16(0); s < j.Stages; s++ {
+		w, b := k.rank(j, s)
+		price := j.MaxPrice.Clone()
+		if len(b) > 0 && j.Mode == ModeAuction {
+			price = b[0].price.Clone() // the (r+1)-th lowest eligible bid
+		}
+		awards[s] = award{w, b, price}
+		if len(w) > 0 {
+			awarded++
+		}
+	}
+	// Deposits: revealed bids get theirs back, sealed ones lose it.
+	for _, b := range Bids(k.kv, j.ID) {
+		if b.Revealed {
+			k.esc.Release(j.ID, b.Provider, b.Deposit)
+		} else {
+			k.esc.BurnLocked(j.ID, b.Deposit)
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit})
+		}
+	}
+	k.clearBook(j.ID)
+	if awarded == 0 {
+		refund := k.esc.Locked(j.ID)
+		k.esc.Release(j.ID, j.Client, refund)
+		j.Refunded.Add(j.Refunded, refund)
+		k.setState(j, JobExpired)
+		k.setJob(j)
+		k.emit(EventJobExpired{Job: j.ID, Refund: refund, Reason: k.noBidsReason(j)})
+		return
+	}
+	k.setState(j, JobRunning)
+	commitBy := k.ctx.Height + j.Windows.Execute
+	revealBy := commitBy + j.Windows.Verify
+	for s := uint16(0); s < j.Stages; s++ {
+		a := awards[s]
+		// The stage reserved r × cap; keep n × price for the winners.
+		keep := new(uint256.Int).Mul(uint256.NewInt(uint64(len(a.winners))), a.price)
+		if len(a.winners) == 0 {
+			keep.Clear()
+		}
+		reserved := new(uint256.Int).Mul(uint256.NewInt(uint64(j.Redundancy)), j.MaxPrice)
+		refund := new(uint256.Int).Sub(reserved, keep)
+		k.esc.Release(j.ID, j.Client, refund)
+		j.Refunded.Add(j.Refunded, refund)
+		if len(a.winners) == 0 {
+			j.Settled++
+			k.emit(EventTaskSettled{Job: j.ID, Stage: s, Outcome: "no_bids", Paid: new(uint256.Int), Refund: refund})
+			continue
+		}
+		j.Prices[s] = a.price
+		t := &verifier.Task{Status: verifier.TaskExecuting, CommitDeadline: commitBy, RevealDeadline: revealBy}
+		names := make([]string, len(a.winners))
+		for i, w := range a.winners {
+			t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
+			k.kv.Set(byProviderKey(w.provider, j.ID), []byte{})
+			names[i] = w.provider.Hex()
+		}
+		for _, b := range a.backups {
+			t.Backups = append(t.Backups, b.provider)
+		}
+		k.ver.SetTask(j.ID, s, t)
+		k.schedule(commitBy, j.ID, s, deadlineCommit)
+		k.schedule(revealBy, j.ID, s, deadlineReveal)
+		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: a.price, CommitDeadline: commitBy, RevealDeadline: revealBy})
+	}
+	k.setJob(j)
+	if j.Settled == j.Stages {
+		k.complete(j)
+	}
+}
+
+func (k *Keeper) noBidsReason(j *Job) string {
+	var n uint32
+	for _, c := range j.Bids {
+		n += c
+	}
+	if n == 0 {
+		return "no bids: see ogpu query why-no-bids"
+	}
+	return "no eligible revealed bids"
+}
+
+func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }

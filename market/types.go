@@ -1,0 +1,160 @@
+package market
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Provider is a registered provider's public record. Its stake is its
+// bonded stake in escrow; its reputation lives in the verifier.
+type Provider struct {
+	PeerID     string   // libp2p peer id: clients talk only to this peer
+	Addrs      []string // multiaddrs
+	Attributes []string // hierarchical, see attrs.go
+	Runtimes   []string // e.g. llama.cpp, ckks
+	Models     []types.Hash
+	// Class is the determinism class: replicas in one class must produce
+	// identical outputs (llama.cpp build, backend, threads, batch, sampler).
+	Class string
+	// Jailed providers cannot bid until they unjail at or after JailedUntil;
+	// tombstoned ones never again.
+	Jailed      bool
+	JailedUntil uint64
+	Tombstoned  bool
+	Registered  uint64
+}
+
+// JobState is where a job is.
+type JobState uint8
+
+const (
+	JobBidding   JobState = 1 // taking sealed bids (or pool claims)
+	JobRevealing JobState = 2 // taking bid reveals
+	JobRunning   JobState = 3 // awarded: stages execute and are verified
+	JobCompleted JobState = 4 // every stage settled; escrow emptied
+	JobExpired   JobState = 5 // no eligible bids: refunded
+	JobCancelled JobState = 6 // cancelled by the client before the award
+)
+
+var jobStateNames = []string{"", "bidding", "revealing", "running", "completed", "expired", "cancelled"}
+
+func (s JobState) String() string {
+	if int(s) < len(jobStateNames) && s != 0 {
+		return jobStateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// ParseJobState is the inverse of String.
+func ParseJobState(s string) (JobState, error) {
+	for i, n := range jobStateNames {
+		if n != "" && n == s {
+			return JobState(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown job state %q: want bidding, revealing, running, completed, expired or cancelled", s)
+}
+
+// Open reports whether the job still holds escrow.
+func (s JobState) Open() bool { return s == JobBidding || s == JobRevealing || s == JobRunning }
+
+// Job kinds and modes.
+const (
+	KindInference = "inference"
+	KindPipeline  = "pipeline"
+	ModeAuction   = "auction"
+	ModePool      = "pool"
+)
+
+// Requirements restrict who may bid.
+type Requirements struct {
+	MinStake      *uint256.Int // on top of the provider minimum
+	MinReputation uint64       // verifier score, 0..1000
+	Attributes    []string     // requirement patterns, all must match
+	Runtime       string       // the provider must offer it, if set
+	Class         string       // the provider's determinism class must equal it, if set
+}
+
+// Windows are a job's phases in blocks.
+type Windows struct {
+	Bid     uint64 // sealed bids (pool mode: claims)
+	Reveal  uint64 // bid reveals (pool mode: more claims)
+	Execute uint64 // from the award to the last result commitment
+	Verify  uint64 // from the commit deadline to the last result reveal
+}
+
+// Job is a posted job.
+type Job struct {
+	ID         uint64
+	Client     types.Address
+	Kind       string
+	Mode       string
+	Model      types.Hash
+	ModelSize  uint64
+	Stages     uint16
+	Redundancy uint16
+	// MaxPrice is the cap per stage replica (pool mode: the fixed reward).
+	MaxPrice     *uint256.Int
+	ValidatorFee *uint256.Int
+	Req          Requirements
+	Input        types.Hash
+	Windows      Windows
+	// Canary, if set, is ResultCommitment(answer, salt, client): the job
+	// was posted by a validator with a known answer, and a provider
+	// revealing anything else is treated as fraud.
+	Canary         types.Hash
+	CanaryRevealed bool
+	CanaryAnswer   types.Hash
+
+	State     JobState
+	Posted    uint64
+	BidEnd    uint64 // last height of the bid window
+	RevealEnd uint64 // last height of the reveal window; the close runs at its end
+	Expiry    uint64 // the last height any stage may still be executing
+	// Bids counts sealed bids (or claims) per stage, bounding the book.
+	Bids []uint32
+	// Prices are the clearing prices per stage, set at the award (zero for
+	// a stage nobody won).
+	Prices []*uint256.Int
+	// Settled counts settled stages; the job completes when all are.
+	Settled uint16
+	// Paid, Refunded and Slashed sum what went to providers, back to the
+	// client, and to the client as slash compensation.
+	Paid, Refunded, Compensated *uint256.Int
+	FeePaid                     bool
+}
+
+// MaxPayout is stages × r × max price, what posting locks besides the fee.
+func (j *Job) MaxPayout() *uint256.Int {
+	n := uint256.NewInt(uint64(j.Stages) * uint64(j.Redundancy))
+	return n.Mul(n, j.MaxPrice)
+}
+
+// Bid is a sealed bid (Revealed false) or an opened one. In pool mode a
+// claim is a bid revealed at the cap.
+type Bid struct {
+	Commitment types.Hash
+	Deposit    *uint256.Int
+	Revealed   bool
+	Price      *uint256.Int
+	// Seq orders bids by arrival (pool mode awards first come first).
+	Seq uint64
+}
+
+// BidCommitment is sha256("ogpu/bid/v1" | job | stage | price | salt |
+// provider): what a sealed bid commits to.
+func BidCommitment(job uint64, stage uint16, price *uint256.Int, salt types.Hash, provider types.Address) types.Hash {
+	h := sha256.New()
+	h.Write([]byte("ogpu/bid/v1"))
+	h.Write(be64(job))
+	h.Write(be16(stage))
+	p := price.Bytes32()
+	h.Write(p[:])
+	h.Write(salt[:])
+	h.Write(provider[:])
+	return types.Hash(h.Sum(nil))
+}

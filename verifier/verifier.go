@@ -1,0 +1,338 @@
+// Package verifier is the results half of the market: for every awarded
+// task (a stage of a job) it holds the assigned providers' commitments to
+// their result hashes, their reveals, the dispute votes of validators, and
+// every provider's reputation. It decides nothing about money: the market
+// asks it for a task's outcome and settles.
+//
+// Commit-then-reveal: a provider first commits hash(result_hash, salt,
+// provider) and reveals only after every assigned provider has committed
+// (or the commit window has closed), so a lazy provider cannot copy
+// another's answer; binding the provider's address into the commitment
+// stops it from copying the commitment itself.
+//
+// It is a pure state machine over a store.KV: no clock, no randomness, no
+// map iteration reaching state.
+package verifier
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/rlp"
+
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Store key prefixes owned by this package: 0x30-0x3f.
+const (
+	prefixTask       byte = 0x30 // 0x30 | job(8) | stage(2) -> rlp(Task)
+	prefixVote       byte = 0x31 // 0x31 | job(8) | stage(2) | validator(20) -> result hash(32)
+	prefixReputation byte = 0x32 // 0x32 | provider(20) -> rlp(Reputation)
+)
+
+// TaskKey is the store key of a task.
+func TaskKey(job uint64, stage uint16) []byte {
+	k := append([]byte{prefixTask}, binary.BigEndian.AppendUint64(nil, job)...)
+	return binary.BigEndian.AppendUint16(k, stage)
+}
+
+func votePrefix(job uint64, stage uint16) []byte {
+	k := append([]byte{prefixVote}, binary.BigEndian.AppendUint64(nil, job)...)
+	return binary.BigEndian.AppendUint16(k, stage)
+}
+
+// VoteKey is the store key of a validator's vote in a dispute.
+func VoteKey(job uint64, stage uint16, validator types.Address) []byte {
+	return append(votePrefix(job, stage), validator.Bytes()...)
+}
+
+// ReputationKey is the store key of a provider's reputation.
+func ReputationKey(provider types.Address) []byte {
+	return append([]byte{prefixReputation}, provider.Bytes()...)
+}
+
+// ResultCommitment is sha256("ogpu/result/v1" | result_hash | salt | provider).
+func ResultCommitment(result, salt types.Hash, provider types.Address) types.Hash {
+	h := sha256.New()
+	h.Write([]byte("ogpu/result/v1"))
+	h.Write(result[:])
+	h.Write(salt[:])
+	h.Write(provider[:])
+	return types.Hash(h.Sum(nil))
+}
+
+// TaskStatus is where a task is.
+type TaskStatus uint8
+
+const (
+	// TaskExecuting: providers run the stage and commit, then reveal.
+	TaskExecuting TaskStatus = 1
+	// TaskDisputed: revealed results differ; validators vote.
+	TaskDisputed TaskStatus = 2
+	// TaskSettled: paid out (or refunded); nothing more happens.
+	TaskSettled TaskStatus = 3
+)
+
+func (s TaskStatus) String() string {
+	switch s {
+	case TaskExecuting:
+		return "executing"
+	case TaskDisputed:
+		return "disputed"
+	case TaskSettled:
+		return "settled"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Slot is one assigned replica of a task.
+type Slot struct {
+	Provider types.Address
+	// Committed/Revealed say how far the provider got.
+	Committed  bool
+	Commitment types.Hash
+	Revealed   bool
+	Result     types.Hash
+	// NoShow: the provider missed its commit or reveal deadline; the slot
+	// is dead (a reassigned replacement gets a new slot).
+	NoShow bool
+}
+
+// Live reports whether the slot still counts.
+func (s *Slot) Live() bool { return !s.NoShow }
+
+// Task is one stage of a job as it executes.
+type Task struct {
+	Status TaskStatus
+	Slots  []Slot
+	// CommitDeadline is the last height a result commitment is accepted;
+	// RevealDeadline the last height a reveal is.
+	CommitDeadline uint64
+	RevealDeadline uint64
+	// DisputeDeadline is the last height a vote is accepted (disputed only).
+	DisputeDeadline uint64
+	// Verdict is the hash 2/3 of voting power agreed on (disputed tasks
+	// once decided), or the agreed result of a settled task.
+	Verdict types.Hash
+	// Backups are the eligible revealed bids ranked after the winners, best
+	// first: a no-show's slot goes to the first one still eligible.
+	Backups []types.Address
+}
+
+// Keeper reads and writes verification state.
+type Keeper struct{ kv store.KV }
+
+// NewKeeper returns a keeper over kv.
+func NewKeeper(kv store.KV) Keeper { return Keeper{kv: kv} }
+
+// GetTask returns a task.
+func (k Keeper) GetTask(job uint64, stage uint16) (*Task, bool) {
+	bz := k.kv.Get(TaskKey(job, stage))
+	if bz == nil {
+		return nil, false
+	}
+	var t Task
+	if err := rlp.DecodeBytes(bz, &t); err != nil {
+		panic(fmt.Errorf("verifier: stored task unreadable: %w", err))
+	}
+	return &t, true
+}
+
+// SetTask writes a task.
+func (k Keeper) SetTask(job uint64, stage uint16, t *Task) {
+	bz, err := rlp.EncodeToBytes(t)
+	if err != nil {
+		panic(err)
+	}
+	k.kv.Set(TaskKey(job, stage), bz)
+}
+
+// DeleteTask removes a task and its votes.
+func (k Keeper) DeleteTask(job uint64, stage uint16) {
+	k.kv.Delete(TaskKey(job, stage))
+	k.clearVotes(job, stage)
+}
+
+// SlotOf returns the index of provider's live slot in t, or -1.
+func (t *Task) SlotOf(provider types.Address) int {
+	for i := range t.Slots {
+		if t.Slots[i].Provider == provider && t.Slots[i].Live() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Assigned reports whether provider holds any slot (live or not) in t.
+func (t *Task) Assigned(provider types.Address) bool {
+	for i := range t.Slots {
+		if t.Slots[i].Provider == provider {
+			return true
+		}
+	}
+	return false
+}
+
+// AllCommitted reports whether every live slot has committed.
+func (t *Task) AllCommitted() bool {
+	for i := range t.Slots {
+		if t.Slots[i].Live() && !t.Slots[i].Committed {
+			return false
+		}
+	}
+	return true
+}
+
+// AllRevealed reports whether every live slot has revealed.
+func (t *Task) AllRevealed() bool {
+	for i := range t.Slots {
+		if t.Slots[i].Live() && !t.Slots[i].Revealed {
+			return false
+		}
+	}
+	return true
+}
+
+// Revealed returns the distinct revealed result hashes in slot order.
+func (t *Task) Revealed() []types.Hash {
+	var out []types.Hash
+	for i := range t.Slots {
+		s := &t.Slots[i]
+		if !s.Live() || !s.Revealed {
+			continue
+		}
+		dup := false
+		for _, h := range out {
+			dup = dup || h == s.Result
+		}
+		if !dup {
+			out = append(out, s.Result)
+		}
+	}
+	return out
+}
+
+// Commit records provider's result commitment.
+func (k Keeper) Commit(job uint64, stage uint16, provider types.Address, c types.Hash, height uint64) (*Task, error) {
+	t, ok := k.GetTask(job, stage)
+	if !ok {
+		return nil, types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", job, stage)
+	}
+	i := t.SlotOf(provider)
+	switch {
+	case t.Status != TaskExecuting:
+		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking results", job, stage, t.Status)
+	case i < 0:
+		return nil, types.ErrUnauthorized.Wrapf("%s is not assigned to job %d stage %d", provider, job, stage)
+	case t.Slots[i].Committed:
+		return nil, types.ErrDuplicate.Wrapf("%s already committed a result for job %d stage %d", provider, job, stage)
+	case height > t.CommitDeadline:
+		return nil, types.ErrWrongPhase.Wrapf("the commit window of job %d stage %d closed at height %d (now %d)", job, stage, t.CommitDeadline, height)
+	case c == (types.Hash{}):
+		return nil, types.ErrInvalidMsg.Wrapf("empty commitment")
+	}
+	t.Slots[i].Committed = true
+	t.Slots[i].Commitment = c
+	k.SetTask(job, stage, t)
+	return t, nil
+}
+
+// Reveal records provider's result, checking it against the commitment.
+// Reveals open once every live slot has committed or the commit window has
+// closed.
+func (k Keeper) Reveal(job uint64, stage uint16, provider types.Address, result, salt types.Hash, height uint64) (*Task, error) {
+	t, ok := k.GetTask(job, stage)
+	if !ok {
+		return nil, types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", job, stage)
+	}
+	i := t.SlotOf(provider)
+	switch {
+	case t.Status != TaskExecuting:
+		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking reveals", job, stage, t.Status)
+	case i < 0:
+		return nil, types.ErrUnauthorized.Wrapf("%s is not assigned to job %d stage %d", provider, job, stage)
+	case !t.Slots[i].Committed:
+		return nil, types.ErrWrongPhase.Wrapf("%s has not committed a result for job %d stage %d: commit first", provider, job, stage)
+	case t.Slots[i].Revealed:
+		return nil, types.ErrDuplicate.Wrapf("%s already revealed its result for job %d stage %d", provider, job, stage)
+	case !t.AllCommitted() && height <= t.CommitDeadline:
+		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d: reveals open when every provider has committed or after height %d", job, stage, t.CommitDeadline)
+	case height > t.RevealDeadline:
+		return nil, types.ErrWrongPhase.Wrapf("the reveal window of job %d stage %d closed at height %d (now %d)", job, stage, t.RevealDeadline, height)
+	case ResultCommitment(result, salt, provider) != t.Slots[i].Commitment:
+		return nil, types.ErrCommitMismatch.Wrapf("hash(result %x, salt, %s) is not the commitment %x", result, provider, t.Slots[i].Commitment)
+	}
+	t.Slots[i].Revealed = true
+	t.Slots[i].Result = result
+	k.SetTask(job, stage, t)
+	return t, nil
+}
+
+// RecordVote stores validator's vote; a validator votes once.
+func (k Keeper) RecordVote(job uint64, stage uint16, validator types.Address, result types.Hash) error {
+	key := VoteKey(job, stage, validator)
+	if k.kv.Get(key) != nil {
+		return types.ErrDuplicate.Wrapf("%s already voted on job %d stage %d", validator, job, stage)
+	}
+	k.kv.Set(key, result.Bytes())
+	return nil
+}
+
+// Vote is one validator's vote in a dispute.
+type Vote struct {
+	Validator types.Address
+	Result    types.Hash
+}
+
+// Votes returns the votes on a task in validator order.
+func (k Keeper) Votes(job uint64, stage uint16) []Vote {
+	var out []Vote
+	pfx := votePrefix(job, stage)
+	store.IteratePrefix(k.kv, pfx, func(key, value []byte) bool {
+		out = append(out, Vote{Validator: types.BytesToAddress(key[len(pfx):]), Result: types.BytesToHash(value)})
+		return false
+	})
+	return out
+}
+
+func (k Keeper) clearVotes(job uint64, stage uint16) {
+	var keys [][]byte
+	store.IteratePrefix(k.kv, votePrefix(job, stage), func(key, _ []byte) bool {
+		keys = append(keys, append([]byte(nil), key...))
+		return false
+	})
+	for _, key := range keys {
+		k.kv.Delete(key)
+	}
+}
+
+// Tally sums the current power behind each voted hash and returns the hash
+// holding more than two thirds of total power, if any.
+func (k Keeper) Tally(job uint64, stage uint16, power func(types.Address) int64, total int64) (types.Hash, bool) {
+	if total <= 0 {
+		return types.Hash{}, false
+	}
+	var hashes []types.Hash
+	var sums []int64
+	for _, v := range k.Votes(job, stage) {
+		p := power(v.Validator)
+		i := 0
+		for i < len(hashes) && hashes[i] != v.Result {
+			i++
+		}
+		if i == len(hashes) {
+			hashes = append(hashes, v.Result)
+			sums = append(sums, 0)
+		}
+		sums[i] += p
+	}
+	for i, s := range sums {
+		// s > 2/3 total, in integers: 3s > 2 total.
+		if 3*s > 2*total {
+			return hashes[i], true
+		}
+	}
+	return types.Hash{}, false
+}
