@@ -51,6 +51,10 @@ type SupplyView struct {
 	BridgeReserve *uint256.Int `json:"bridge_reserve"`
 	// Circulating is everything held in accounts on this chain.
 	Circulating *uint256.Int `json:"circulating"`
+	// Bonded, Unbonding and Locked are stake and job escrow.
+	Bonded    *uint256.Int `json:"bonded"`
+	Unbonding *uint256.Int `json:"unbonding"`
+	Locked    *uint256.Int `json:"locked"`
 }
 
 // ValidatorView is one entry of the answer to /validators.
@@ -135,7 +139,8 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		k := escrow.NewKeeper(snap)
 		circ := new(uint256.Int)
 		k.IterateBalances(func(_ types.Address, b *uint256.Int) bool { circ.Add(circ, b); return false })
-		return jsonRes(SupplyView{MaxSupply: types.MaxSupply, Burned: k.Burned(), FeePool: k.FeePool(), BridgeReserve: k.BridgeReserve(), Circulating: circ})
+		return jsonRes(SupplyView{MaxSupply: types.MaxSupply, Burned: k.Burned(), FeePool: k.FeePool(), BridgeReserve: k.BridgeReserve(), Circulating: circ,
+			Bonded: k.TotalBonded(), Unbonding: k.TotalUnbonding(), Locked: k.TotalLocked()})
 	case path == QueryValidators:
 		vals := []ValidatorView{}
 		ek := escrow.NewKeeper(snap)

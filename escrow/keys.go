@@ -84,3 +84,6 @@ func ValidatorKey(operator types.Address) []byte {
 func ConsKeyKey(pubKey []byte) []byte { return append([]byte{prefixConsKey}, pubKey...) }
 
 func powerKey(pubKey []byte) []byte { return append([]byte{prefixPower}, pubKey...) }
+
+// present is the value of index entries (the store refuses empty values).
+var present = []byte{1}

@@ -160,7 +160,7 @@ func (k Keeper) Unbond(addr types.Address, amt *uint256.Int, matures uint64) err
 	k.subTotal(totalBonded, amt)
 	key := UnbondingKey(addr, matures)
 	setAmount(k.kv, key, new(uint256.Int).Add(getAmount(k.kv, key), amt))
-	k.kv.Set(unbondQueueKey(matures, addr), []byte{})
+	k.kv.Set(unbondQueueKey(matures, addr), present)
 	k.addTotal(totalUnbonding, amt)
 	return nil
 }

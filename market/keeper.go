@@ -110,7 +110,7 @@ func (k *Keeper) setJob(j *Job) { k.kv.Set(JobKey(j.ID), encode(j)) }
 func (k *Keeper) setState(j *Job, s JobState) {
 	k.kv.Delete(byStateKey(j.State, j.ID))
 	j.State = s
-	k.kv.Set(byStateKey(s, j.ID), []byte{})
+	k.kv.Set(byStateKey(s, j.ID), present)
 }
 
 // GetBid reads a bid from r.
@@ -147,7 +147,7 @@ func Bids(r store.Reader, job uint64) []StageBid {
 }
 
 func (k *Keeper) schedule(height, job uint64, stage uint16, kind byte) {
-	k.kv.Set(scheduleKey(height, job, stage, kind), []byte{})
+	k.kv.Set(scheduleKey(height, job, stage, kind), present)
 }
 
 // ---- providers ----
@@ -298,8 +298,8 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		return 0, fmt.Errorf("cannot lock the job's escrow of %s: %w", types.FormatAmount(lock), err)
 	}
 	j.State = JobBidding
-	k.kv.Set(byStateKey(JobBidding, id), []byte{})
-	k.kv.Set(byClientKey(from, id), []byte{})
+	k.kv.Set(byStateKey(JobBidding, id), present)
+	k.kv.Set(byClientKey(from, id), present)
 	k.setJob(j)
 	if w.Reveal > 0 {
 		k.schedule(j.BidEnd, id, stageNone, deadlineBidEnd)
@@ -434,7 +434,7 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	}
 	b.Revealed, b.Price = true, m.Price.Clone()
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
-	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), []byte{})
+	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
 	return nil
 }
@@ -470,7 +470,7 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	b := &Bid{Deposit: k.p.BidDeposit.Clone(), Revealed: true, Price: j.MaxPrice.Clone(), Seq: k.nextSeq(j)}
 	j.Bids[m.Stage]++
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
-	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), []byte{})
+	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
 	k.setJob(j)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
 	return nil
@@ -626,7 +626,7 @@ func (k *Keeper) close(j *Job) {
 		names := make([]string, len(a.winners))
 		for i, w := range a.winners {
 			t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
-			k.kv.Set(byProviderKey(w.provider, j.ID), []byte{})
+			k.kv.Set(byProviderKey(w.provider, j.ID), present)
 			names[i] = w.provider.Hex()
 		}
 		for _, b := range a.backups {

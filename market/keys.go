@@ -108,3 +108,6 @@ func scheduleKey(height, job uint64, stage uint16, kind byte) []byte {
 func ByStatePrefix(s JobState) []byte         { return []byte{prefixByState, byte(s)} }
 func ByClientPrefix(c types.Address) []byte   { return cat([]byte{prefixByClient}, c.Bytes()) }
 func ByProviderPrefix(p types.Address) []byte { return cat([]byte{prefixByProv}, p.Bytes()) }
+
+// present is the value of index entries (the store refuses empty values).
+var present = []byte{1}

@@ -234,7 +234,7 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 			continue
 		}
 		t.Slots = append(t.Slots, verifier.Slot{Provider: to})
-		k.kv.Set(byProviderKey(to, j.ID), []byte{})
+		k.kv.Set(byProviderKey(to, j.ID), present)
 		reassigned = true
 		k.emit(EventSlotReassigned{Job: j.ID, Stage: stage, From: from, To: to,
 			CommitDeadline: k.ctx.Height + j.Windows.Execute, RevealDeadline: k.ctx.Height + j.Windows.Execute + j.Windows.Verify})

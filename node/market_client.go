@@ -1,0 +1,106 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Job returns a job with its tasks and escrow.
+func (c *Client) Job(ctx context.Context, id uint64) (*chain.JobView, error) {
+	var v chain.JobView
+	return &v, c.queryJSON(ctx, chain.QueryJob+strconv.FormatUint(id, 10), &v)
+}
+
+// Jobs lists jobs under a /jobs path suffix ("", "/state/running", "/client/0x..").
+func (c *Client) Jobs(ctx context.Context, suffix string) ([]chain.JobView, error) {
+	var v []chain.JobView
+	return v, c.queryJSON(ctx, chain.QueryJobs+suffix, &v)
+}
+
+// Bids lists a job's bids.
+func (c *Client) Bids(ctx context.Context, job uint64) ([]chain.BidView, error) {
+	var v []chain.BidView
+	return v, c.queryJSON(ctx, chain.QueryBids+strconv.FormatUint(job, 10), &v)
+}
+
+// Provider returns a provider's record, stake and reputation.
+func (c *Client) Provider(ctx context.Context, addr types.Address) (*chain.ProviderView, error) {
+	var v chain.ProviderView
+	return &v, c.queryJSON(ctx, chain.QueryProvider+addr.Hex(), &v)
+}
+
+// Providers lists registered providers.
+func (c *Client) Providers(ctx context.Context) ([]chain.ProviderView, error) {
+	var v []chain.ProviderView
+	return v, c.queryJSON(ctx, chain.QueryProviders, &v)
+}
+
+// MatchProviders lists the providers eligible under req.
+func (c *Client) MatchProviders(ctx context.Context, req market.Requirements) ([]chain.ProviderView, error) {
+	bz, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Query(ctx, chain.QueryMatch, bz, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	var v []chain.ProviderView
+	if err := json.Unmarshal(res.Value, &v); err != nil {
+		return nil, fmt.Errorf("cannot decode %s answer: %w", chain.QueryMatch, err)
+	}
+	return v, nil
+}
+
+// WhyNoBids explains, provider by provider, who can bid on a job.
+func (c *Client) WhyNoBids(ctx context.Context, job uint64) (*chain.WhyNoBidsView, error) {
+	var v chain.WhyNoBidsView
+	return &v, c.queryJSON(ctx, chain.QueryWhyNoBids+strconv.FormatUint(job, 10), &v)
+}
+
+// Escrow returns a job's escrow account.
+func (c *Client) Escrow(ctx context.Context, job uint64) (*chain.EscrowView, error) {
+	var v chain.EscrowView
+	return &v, c.queryJSON(ctx, chain.QueryEscrow+strconv.FormatUint(job, 10), &v)
+}
+
+// Stake returns an account's bonded and unbonding stake.
+func (c *Client) Stake(ctx context.Context, addr types.Address) (*chain.StakeView, error) {
+	var v chain.StakeView
+	return &v, c.queryJSON(ctx, chain.QueryStake+addr.Hex(), &v)
+}
+
+// Reputation returns a provider's counters and score.
+func (c *Client) Reputation(ctx context.Context, addr types.Address) (*chain.ReputationView, error) {
+	var v chain.ReputationView
+	return &v, c.queryJSON(ctx, chain.QueryReputation+addr.Hex(), &v)
+}
+
+// Validators lists the validators.
+func (c *Client) Validators(ctx context.Context) ([]chain.ValidatorView, error) {
+	var v []chain.ValidatorView
+	return v, c.queryJSON(ctx, chain.QueryValidators, &v)
+}
+
+// FindEvent decodes the first event of out's type in a transaction result.
+func FindEvent(res *ctypes.ResultTx, out types.Event) error {
+	return findEvent(res.TxResult.Events, out)
+}
+
+func findEvent(evs []abci.Event, out types.Event) error {
+	for _, ev := range evs {
+		if ev.Type == out.EventType() {
+			return types.DecodeEvent(ev, out)
+		}
+	}
+	return fmt.Errorf("no %s event", out.EventType())
+}
