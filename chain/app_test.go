@@ -3,8 +3,8 @@ package chain
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"errors"

@@ -6,8 +6,8 @@ import (
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/market"
-	"github.com/ogpu-network/ogpu/verifier"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 func TestNonceKey(t *testing.T) {
