@@ -249,7 +249,7 @@ func newQueryParamsCmd() *cobra.Command {
 func newQuerySupplyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "supply",
-		Short: "Show the oGPU supply: circulating, fee pool, bridge reserve, burned",
+		Short: "Show where every oGPU is: accounts, stake, job escrow, fee pool, bridge reserve, burned",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, c, cancel, err := connect(cmd)
@@ -262,8 +262,18 @@ func newQuerySupplyCmd() *cobra.Command {
 				return err
 			}
 			return output(cmd, s, func(w io.Writer) {
-				fmt.Fprintf(w, "max supply:     %s\ncirculating:    %s\nfee pool:       %s\nbridge reserve: %s\nburned:         %s\n",
-					types.FormatAmount(s.MaxSupply), types.FormatAmount(s.Circulating), types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.Burned))
+				fmt.Fprintf(w, "max supply:     %s\naccounts:       %s\nbonded:         %s\nunbonding:      %s\njob escrow:     %s\nfee pool:       %s\nbridge reserve: %s\nburned:         %s\n",
+					types.FormatAmount(s.MaxSupply), types.FormatAmount(s.Circulating), types.FormatAmount(s.Bonded), types.FormatAmount(s.Unbonding),
+					types.FormatAmount(s.Locked), types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.Burned))
+				total := new(uint256.Int)
+				for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
+					total.Add(total, x)
+				}
+				verdict := "equals the cap"
+				if !total.Eq(s.MaxSupply) {
+					verdict = "DOES NOT equal the cap"
+				}
+				fmt.Fprintf(w, "total:          %s (%s)\n", types.FormatAmount(total), verdict)
 			})
 		},
 	}
