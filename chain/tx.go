@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
@@ -129,6 +130,9 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		return decode(m.Data, escrow.DecodeMsgUnbond, func(msg *escrow.MsgUnbond) handler {
 			return escrowHandler(func(k escrow.Keeper, p genesis.Params, env blockEnv, from types.Address, evs *types.Events) error {
 				matures := env.height + p.Staking.UnbondingBlocks
+				if err := lastValidatorGuard(k, p, from, msg.Amount); err != nil {
+					return err
+				}
 				if err := k.Unbond(from, msg.Amount, matures); err != nil {
 					return err
 				}
@@ -261,4 +265,26 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	msgs.Write()
 	ante.Write()
 	return txResult{stage: stageOK, gas: gas, events: events, log: ""}
+}
+
+// lastValidatorGuard refuses an unbond that would take the last validator
+// with power below the minimum stake: CometBFT halts on an empty set.
+func lastValidatorGuard(k escrow.Keeper, p genesis.Params, from types.Address, amt *uint256.Int) error {
+	v, ok := k.GetValidator(from)
+	if !ok || k.ReportedPower(v.PubKey) == 0 {
+		return nil
+	}
+	bonded := k.Bonded(from)
+	if !bonded.Lt(amt) && !new(uint256.Int).Sub(bonded, amt).Lt(p.Staking.MinValidatorStake) {
+		return nil
+	}
+	others := false
+	k.IterateValidators(func(op types.Address, o *escrow.Validator) bool {
+		others = op != from && k.ReportedPower(o.PubKey) > 0
+		return others
+	})
+	if !others {
+		return types.ErrInsufficientStake.Wrapf("validator %s is the last one with power: unbonding below %s would leave the chain without validators", v.Name, types.FormatAmount(p.Staking.MinValidatorStake))
+	}
+	return nil
 }
