@@ -419,7 +419,7 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 		return types.ErrWrongPhase.Wrapf("job %d is a %s job: it has no sealed bids", j.ID, j.Mode)
 	}
 	if k.ctx.Height <= j.BidEnd || k.ctx.Height > j.RevealEnd || !j.State.Open() || j.State == JobRunning {
-		return types.ErrWrongPhase.Wrapf("job %d takes reveals at heights %d..%d (now %d)", j.ID, j.BidEnd+1, j.RevealEnd, k.ctx.Height)
+		return types.ErrWrongPhase.Wrapf("job %d is %s: it takes reveals at heights %d..%d (now %d)", j.ID, j.State, j.BidEnd+1, j.RevealEnd, k.ctx.Height)
 	}
 	b, ok := GetBid(k.kv, j.ID, m.Stage, from)
 	switch {
@@ -428,7 +428,7 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	case b.Revealed:
 		return types.ErrDuplicate.Wrapf("%s already revealed its bid on job %d stage %d", from, j.ID, m.Stage)
 	case BidCommitment(j.ID, m.Stage, m.Price, m.Salt, from) != b.Commitment:
-		return types.ErrCommitMismatch.Wrapf("hash(job %d, stage %d, price %s, salt, %s) is not the sealed bid", j.ID, m.Stage, m.Price.Dec(), from)
+		return types.ErrCommitMismatch.Wrapf("hash(job %d, stage %d, price %s, salt, %s) is not the sealed bid", j.ID, m.Stage, types.FormatAmount(m.Price), from)
 	case m.Price.Gt(j.MaxPrice):
 		return types.ErrInvalidMsg.Wrapf("price %s is above job %d's cap of %s", types.FormatAmount(m.Price), j.ID, types.FormatAmount(j.MaxPrice))
 	}
