@@ -49,13 +49,38 @@ func newInitCmd() *cobra.Command {
 			chainID, _ := cmd.Flags().GetString("chain-id")
 			moniker, _ := cmd.Flags().GetString("moniker")
 			home := homeFlag(cmd)
-			conf, err := node.InitHome(node.InitOptions{Home: home, ChainID: chainID, Moniker: moniker})
+			opts := node.InitOptions{Home: home, ChainID: chainID, Moniker: moniker}
+			if op, _ := cmd.Flags().GetString("operator"); op != "" {
+				addr, err := types.ParseAddress(op)
+				if err != nil {
+					return fmt.Errorf("--operator: %w (give the 0x address of the validator operator's key, from `ogpu keys show NAME`)", err)
+				}
+				opts.Operator = addr
+			}
+			if b, _ := cmd.Flags().GetString("self-bond"); b != "" {
+				amt, err := types.ParseAmount(b)
+				if err != nil {
+					return fmt.Errorf("--self-bond: %w", err)
+				}
+				opts.SelfBond = amt
+			}
+			conf, err := node.InitHome(opts)
 			if err != nil {
 				return err
 			}
 			res := map[string]string{"home": home, "chain_id": chainID, "moniker": conf.Moniker, "genesis": conf.GenesisFile()}
+			keyFile := node.OperatorKeyFile(home)
+			generated := false
+			if _, err := os.Stat(keyFile); err == nil && opts.Operator == (types.Address{}) {
+				generated = true
+				res["operator_key_file"] = keyFile
+			}
 			return output(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "initialized node %q for chain %s in %s\n", conf.Moniker, chainID, home)
+				if generated {
+					fmt.Fprintf(w, "the genesis validator's operator key was generated in %s (funded for fees)\n", keyFile)
+					fmt.Fprintf(w, "import it into the wallet with: ogpu keys import validator %s --private-key\n", keyFile)
+				}
 				fmt.Fprintf(w, "next: ogpud genesis add-account ADDRESS AMOUNT --home %s; ogpud start --home %s\n", home, home)
 			})
 		},
@@ -63,6 +88,8 @@ func newInitCmd() *cobra.Command {
 	cmd.Flags().String("chain-id", "", "chain id (required)")
 	cmd.Flags().StringP("output", "o", "text", "output format: text or json")
 	cmd.Flags().String("moniker", "ogpu-node", "node name")
+	cmd.Flags().String("operator", "", "operator address of the genesis validator (default: generate a key in config/operator_key.hex)")
+	cmd.Flags().String("self-bond", "", "stake of the genesis validator, e.g. 10000ogpu (default: 10 × params.staking.min_validator_stake)")
 	_ = cmd.MarkFlagRequired("chain-id")
 	return cmd
 }

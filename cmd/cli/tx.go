@@ -29,6 +29,7 @@ func newTxCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tx", Short: "Sign and broadcast transactions"}
 	cmd.PersistentFlags().Duration("timeout", 0, "how long to wait for inclusion (default 30s)")
 	cmd.AddCommand(newSendCmd(), newBroadcastCmd())
+	cmd.AddCommand(marketTxCmds()...)
 	return cmd
 }
 
