@@ -85,7 +85,7 @@ var updateGolden = flag.Bool("update", false, "rewrite chain/testdata/scenarios/
 var requiredScenarios = []string{
 	"happy_path", "ties", "no_bids", "unrevealed_bid", "cancel", "dispute",
 	"noshow_backup", "noshow_refund", "unbonding_slash", "canary",
-	"validator_downtime", "pool",
+	"validator_downtime", "pool", "deadlines",
 }
 
 func scenarioFiles(t *testing.T) []string {
@@ -257,7 +257,8 @@ func (s *scenario) printf(format string, a ...any) {
 	fmt.Fprintf(&s.out, format, a...)
 }
 
-// name registers a name (its address prints as the name from now on).
+// addr registers a name (its address prints as the name from now on) and
+// returns its address.
 func (s *scenario) addr(name string) types.Address {
 	a := addrOf(name)
 	if _, ok := s.byAddr[a]; !ok {
