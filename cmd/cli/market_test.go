@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/privval"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -483,6 +486,25 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	errContains(t, "canary reveal before the award", err, "is not executing", "ogpu query job")
 	_, err = e.fails("tx", "canary", "reveal", job, "--from", "validator")
 	errContains(t, "canary reveal of a job that is not one", err, "no saved canary answer")
+
+	// A second validator from CometBFT's key file; its stake stays in the sum.
+	keyDir := t.TempDir()
+	pv, err := privval.GenFilePV(filepath.Join(keyDir, "priv_validator_key.json"), filepath.Join(keyDir, "state.json"),
+		func() (cmtcrypto.PrivKey, error) { return ed25519.GenPrivKey(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Save()
+	_, err = e.fails("tx", "validator", "create", "--from", "client", "--name", "second", "--pubkey", "abcd", "--self-bond", "1000ogpu")
+	errContains(t, "a short consensus key", err, "not a 32-byte ed25519 key")
+	_, err = e.fails("tx", "validator", "create", "--from", "client", "--name", "second", "--self-bond", "1000ogpu")
+	errContains(t, "no consensus key", err, "--priv-validator-key")
+	out = e.ok("tx", "validator", "create", "--from", "client", "--name", "second", "--priv-validator-key", filepath.Join(keyDir, "priv_validator_key.json"), "--self-bond", "1000ogpu")
+	mustContain(t, "validator create", out, `validator "second" created with 1000ogpu self-bond`)
+	mustContain(t, "validators", e.ok("query", "validators"), "second", "operator "+e.addr["client"].Hex(), "stake 1000ogpu")
+	if st := e.stake("client"); st.Validator == nil || st.Validator.Name != "second" || !st.Bonded.Eq(types.OGPU(1000)) {
+		t.Fatalf("stake of the new validator: %+v", st)
+	}
 	e.checkSupply(id, canary.Job)
 }
 
