@@ -301,6 +301,9 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 	j.Paid.Add(j.Paid, paid)
 	j.Refunded.Add(j.Refunded, refund)
 	j.Settled++
+	if decided {
+		j.Verified++
+	}
 	k.setJob(j)
 	k.emit(EventTaskSettled{Job: j.ID, Stage: stage, Outcome: outcome, Result: verdict, Paid: paid, Refund: refund})
 	if j.Settled == j.Stages {
@@ -308,10 +311,12 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 	}
 }
 
-// complete pays the validator fee (the job was awarded) and returns what is
-// left of the escrow to the client.
+// complete pays the validator fee pro rata to the stages settled on a
+// verified result (a job that delivered nothing pays none) and returns what
+// is left of the escrow to the client.
 func (k *Keeper) complete(j *Job) {
-	fee := j.ValidatorFee
+	fee := new(uint256.Int).Mul(j.ValidatorFee, uint256.NewInt(uint64(j.Verified)))
+	fee.Div(fee, uint256.NewInt(uint64(j.Stages)))
 	k.esc.ReleaseToFeePool(j.ID, fee)
 	j.FeePaid = true
 	rest := k.esc.Locked(j.ID)

@@ -122,6 +122,9 @@ type Job struct {
 	Prices []*uint256.Int
 	// Settled counts settled stages; the job completes when all are.
 	Settled uint16
+	// Verified counts stages settled on a verified result (agreement, a
+	// verdict or a canary): the validator fee is paid pro rata to them.
+	Verified uint16
 	// Paid, Refunded and Slashed sum what went to providers, back to the
 	// client, and to the client as slash compensation.
 	Paid, Refunded, Compensated *uint256.Int
