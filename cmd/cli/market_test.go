@@ -566,3 +566,40 @@ func TestMarketInitOperatorFlags(t *testing.T) {
 		t.Fatalf("a self-bond under the minimum: %v", err)
 	}
 }
+
+// TestMarketPoolClaimAndCancel: a pool-mode job takes claims (not bids);
+// its client cancels it before the assignment and gets the escrow back,
+// and the claimer its deposit.
+func TestMarketPoolClaimAndCancel(t *testing.T) {
+	e := startMarketEnv(t)
+	e.provider("p1", "200ogpu")
+	mustContain(t, "provider update", e.ok("tx", "provider", "update", "--from", "p1", "--peer-id", "12D3KooWnew", "--attr", "gpu/vendor/nvidia"), "updated with peer id 12D3KooWnew")
+	if p := e.providerView("p1"); p.PeerID != "12D3KooWnew" || len(p.Attributes) != 1 {
+		t.Fatalf("after update: %+v", p.Provider)
+	}
+	_, err := e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--attr", "Bad Attr")
+	errContains(t, "a bad attribute", err, "invalid provider record", "Bad Attr")
+
+	clientBefore, p1Before := e.balance("client"), e.balance("p1")
+	post := e.postJob("3ogpu", "--mode", "pool", "--runtime", "", "--class", "", "--require", "gpu/vendor/nvidia")
+	job := strconv.FormatUint(post.Job, 10)
+	_, err = e.fails("tx", "market", "bid", job, "0", "1ogpu", "--from", "p1")
+	errContains(t, "a bid on a pool job", err, "ogpu tx market claim "+job)
+	_, err = e.fails("tx", "market", "claim", job, "1", "--from", "p1")
+	errContains(t, "a claim of a missing task", err, "no stage 1")
+	mustContain(t, "claim", e.ok("tx", "market", "claim", job, "0", "--from", "p1"), "claimed job "+job+" task 0 at 3ogpu")
+	_, err = e.fails("tx", "job", "cancel", job, "--from", "p1")
+	errContains(t, "cancel by another", err, "belongs to "+e.addr["client"].Hex())
+	mustContain(t, "cancel", e.ok("tx", "job", "cancel", job, "--from", "client"), "job "+job+" cancelled: 6.12ogpu refunded")
+	if j := e.job(post.Job); j.StateName != "cancelled" || !j.Locked.IsZero() {
+		t.Fatalf("after cancel: %s, %s locked", j.StateName, types.FormatAmount(j.Locked))
+	}
+	// Both got everything back but their tx fees (well under 0.01 oGPU).
+	fees := new(uint256.Int).Div(types.OneOGPU, uint256.NewInt(100))
+	for name, before := range map[string]*uint256.Int{"client": clientBefore, "p1": p1Before} {
+		if spent := new(uint256.Int).Sub(before, e.balance(name)); spent.Gt(fees) {
+			t.Fatalf("%s is %s short after the cancel", name, types.FormatAmount(spent))
+		}
+	}
+	e.checkSupply(post.Job)
+}
