@@ -1,0 +1,249 @@
+package chain
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"fmt"
+	"runtime/pprof"
+	"sync"
+	"testing"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// The auction-close benchmark: benchJobs auction jobs (one stage, r = 2),
+// each with benchBidsPerJob revealed bids from distinct providers (one
+// provider per bid: benchJobs × benchBidsPerJob registered and bonded
+// providers), all closing in the end of one block.
+const (
+	benchJobs       = 100
+	benchBidsPerJob = 100
+	benchProviders  = benchJobs * benchBidsPerJob
+)
+
+// benchCloseHeight is the block whose end closes every auction: the jobs
+// are posted in block 2 with a one-block bid window (bids in block 3) and
+// a two-block reveal window (reveals in block 4, nothing in block 5).
+const benchCloseHeight = 5
+
+var benchLogOnce sync.Once
+
+type auctionBench struct {
+	app  *App
+	tree *store.Tree
+	// setup is how long building the state took (not part of the figure).
+	setup time.Duration
+}
+
+// benchAuctionState builds, once per process, the committed state at height
+// benchCloseHeight-1 with real signed transactions through FinalizeBlock:
+//
+//	block 1: every provider registers (attributes matching the jobs) and
+//	         bonds the minimum provider stake, one tx each;
+//	block 2: the client posts the jobs (32 per tx);
+//	block 3: every provider commits a sealed bid on its job;
+//	block 4: every provider reveals it.
+//
+// Each benchmark iteration finalizes block 5 on top of it and rolls the
+// working tree back, so every iteration closes the same auctions from the
+// same saved state.
+var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
+	start := time.Now()
+	keys := make([]*ecdsa.PrivateKey, benchProviders)
+	addrs := make([]types.Address, benchProviders)
+	d := genesis.Default()
+	d.Validators = []genesis.Validator{{Name: "val", Operator: addrOf("val"), PubKey: testValKey(1), Stake: types.OGPU(10_000)}}
+	client := testKey("bench client")
+	d.Accounts = append(d.Accounts, genesis.Account{Address: addrOf("bench client"), Balance: types.OGPU(10_000)})
+	for i := range keys {
+		name := fmt.Sprintf("bench provider %d", i)
+		keys[i], addrs[i] = testKey(name), addrOf(name)
+		d.Accounts = append(d.Accounts, genesis.Account{Address: addrs[i], Balance: types.OGPU(200)})
+	}
+	d.Sort()
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	tree := store.NewMemTree()
+	app := NewApp(tree)
+	bz, err := d.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if _, err := app.InitChain(ctx, &abci.InitChainRequest{ChainId: testChainID, AppStateBytes: bz, InitialHeight: 1}); err != nil {
+		return nil, err
+	}
+	sign := func(key *ecdsa.PrivateKey, nonce uint64, msgs ...types.RawMsg) []byte {
+		tx := &types.Tx{Body: types.TxBody{ChainID: testChainID, Nonce: nonce, Fee: types.OGPU(1), Msgs: msgs}}
+		if err := tx.Sign(key); err != nil {
+			panic(err)
+		}
+		bz, err := tx.Encode()
+		if err != nil {
+			panic(err)
+		}
+		return bz
+	}
+	height := int64(0)
+	block := func(txs [][]byte) error {
+		height++
+		res, err := app.FinalizeBlock(ctx, &abci.FinalizeBlockRequest{Height: height, Txs: txs, Time: time.Unix(0, 0), Hash: benchBlockHash(height)})
+		if err != nil {
+			return err
+		}
+		for i, r := range res.TxResults {
+			if r.Code != 0 {
+				return fmt.Errorf("setup block %d tx %d: code %d: %s", height, i, r.Code, r.Log)
+			}
+		}
+		_, err = app.Commit(ctx, &abci.CommitRequest{})
+		return err
+	}
+	job := benchJob()
+	// Provider i bids on job i/benchBidsPerJob + 1 at one of 20 prices
+	// (0.1 .. 2 oGPU under the cap of 10), so prices tie and the close
+	// ranks by reputation and the block-hash tie-break too.
+	price := func(i int) *uint256.Int {
+		p := uint256.NewInt(uint64(1 + i%20))
+		return p.Mul(p, uint256.NewInt(100_000_000_000_000_000))
+	}
+	salt := func(i int) types.Hash { return fmHash(fmt.Sprint("bench salt ", i)) }
+	jobOf := func(i int) uint64 { return uint64(i/benchBidsPerJob + 1) }
+
+	var txs [][]byte
+	for i, k := range keys {
+		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-%d", i), Attributes: []string{"gpu/vendor/nvidia/model/h100/ram/80Gi", "ram/256Gi"}, Runtimes: []string{"llama.cpp"}, Class: "cuda"}
+		txs = append(txs, sign(k, 0, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: d.Params.Staking.MinProviderStake}).Raw()))
+	}
+	if err := block(txs); err != nil {
+		return nil, err
+	}
+	txs = nil
+	var posts []types.RawMsg
+	for range benchJobs {
+		posts = append(posts, job.Raw())
+	}
+	for n := uint64(0); len(posts) > 0; n++ {
+		m := min(len(posts), int(d.Params.MaxMsgs))
+		txs = append(txs, sign(client, n, posts[:m]...))
+		posts = posts[m:]
+	}
+	if err := block(txs); err != nil {
+		return nil, err
+	}
+	txs = nil
+	for i, k := range keys {
+		c := market.BidCommitment(jobOf(i), 0, price(i), salt(i), addrs[i])
+		txs = append(txs, sign(k, 1, (&market.MsgCommitBid{Job: jobOf(i), Commitment: c}).Raw()))
+	}
+	if err := block(txs); err != nil {
+		return nil, err
+	}
+	txs = nil
+	for i, k := range keys {
+		txs = append(txs, sign(k, 2, (&market.MsgRevealBid{Job: jobOf(i), Price: price(i), Salt: salt(i)}).Raw()))
+	}
+	if err := block(txs); err != nil {
+		return nil, err
+	}
+	if height != benchCloseHeight-1 {
+		return nil, fmt.Errorf("setup ended at height %d, want %d", height, benchCloseHeight-1)
+	}
+	if err := CheckInvariants(tree); err != nil {
+		return nil, err
+	}
+	return &auctionBench{app: app, tree: tree, setup: time.Since(start)}, nil
+})
+
+// benchJob is each benchmark job: one stage, r = 2, cap 10 oGPU, bids in
+// the block after the post, reveals in the next, the close in the one
+// after.
+func benchJob() *market.MsgPostJob {
+	return &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: fmHash("bench model"), ModelSize: 8 << 30,
+		Stages: 1, Redundancy: 2, MaxPrice: types.OGPU(10),
+		Req:     market.Requirements{MinStake: new(uint256.Int), Attributes: []string{"gpu/vendor/nvidia", "ram>=64Gi"}, Runtime: "llama.cpp", Class: "cuda"},
+		Input:   fmHash("bench input"),
+		Windows: market.Windows{Bid: 1, Reveal: 2, Execute: 10, Verify: 10},
+	}
+}
+
+func benchBlockHash(h int64) []byte { return types.TxHash([]byte(fmt.Sprint("bench block ", h))) }
+
+// BenchmarkAuctionClose times FinalizeBlock of the block that closes every
+// auction (no transactions; the end of block ranks 10,000 revealed bids,
+// awards 200 slots, refunds 10,000 deposits and the unused escrow, writes
+// the tasks) including the write of the block's changes into the IAVL
+// working tree and its root hash. Not timed: building the state (once per
+// process), checking the result, and rolling the tree back after each
+// iteration. Run with -benchtime Nx; see docs/benchmarks.md.
+func BenchmarkAuctionClose(b *testing.B) {
+	st, err := benchAuctionState()
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchLogOnce.Do(func() {
+		b.Logf("state built in %s: %d providers, %d jobs, %d bids", st.setup.Round(time.Millisecond), benchProviders, benchJobs, benchProviders)
+	})
+	ctx := context.Background()
+	req := &abci.FinalizeBlockRequest{Height: benchCloseHeight, Time: time.Unix(0, 0), Hash: benchBlockHash(benchCloseHeight)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var res *abci.FinalizeBlockResponse
+		// The label lets a profile of the whole run (setup included) be
+		// cut down to the timed blocks: go tool pprof -tagfocus phase=close.
+		pprof.Do(ctx, pprof.Labels("phase", "close"), func(ctx context.Context) {
+			b.StartTimer()
+			res, err = st.app.FinalizeBlock(ctx, req)
+			b.StopTimer()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			checkAuctionClose(b, st.tree, res)
+		}
+		st.tree.Rollback()
+	}
+	b.ReportMetric(float64(benchProviders)*float64(b.N)/b.Elapsed().Seconds(), "bids/s")
+}
+
+// checkAuctionClose checks, outside the timer, that the timed block did the
+// work: every job awarded to two providers at the clearing price, every
+// invariant holding.
+func checkAuctionClose(b *testing.B, tree *store.Tree, res *abci.FinalizeBlockResponse) {
+	b.Helper()
+	awarded := 0
+	for _, e := range res.Events {
+		if e.Type == (market.EventJobAwarded{}).EventType() {
+			awarded++
+		}
+	}
+	if awarded != benchJobs {
+		b.Fatalf("%d job-awarded events, want %d", awarded, benchJobs)
+	}
+	for id := uint64(1); id <= benchJobs; id++ {
+		j, ok := market.GetJob(tree, id)
+		if !ok || j.State != market.JobRunning {
+			b.Fatalf("job %d not running after the close", id)
+		}
+		// 100 bids at 20 prices: five at each; the third lowest is the
+		// lowest price, 0.1 oGPU.
+		if want := uint256.NewInt(100_000_000_000_000_000); !j.Prices[0].Eq(want) {
+			b.Fatalf("job %d clears at %s, want %s", id, j.Prices[0].Dec(), want.Dec())
+		}
+	}
+	if err := CheckInvariants(tree); err != nil {
+		b.Fatal(err)
+	}
+}
