@@ -35,9 +35,14 @@ fmt:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTx$$' -fuzztime $(FUZZTIME) ./types
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckTx$$' -fuzztime $(FUZZTIME) ./chain
+	$(GO) test -run '^$$' -fuzz '^FuzzMarketMsgs$$' -fuzztime $(FUZZTIME) ./chain
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMarketMsg$$' -fuzztime $(FUZZTIME) ./market
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeVerifierMsg$$' -fuzztime $(FUZZTIME) ./verifier
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEscrowMsg$$' -fuzztime $(FUZZTIME) ./escrow
 
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
+	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
 
 devnet:
 	$(GO) run ./cmd/ogpud devnet
