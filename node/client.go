@@ -71,15 +71,22 @@ func (c *Client) Query(ctx context.Context, path string, data []byte, height int
 	return &res.Response, nil
 }
 
-func (c *Client) queryJSON(ctx context.Context, path string, out any) error {
-	res, err := c.Query(ctx, path, nil, 0, false)
+// QueryJSON runs an app query with data and decodes its JSON answer into
+// out; it returns the height the answer is from.
+func (c *Client) QueryJSON(ctx context.Context, path string, data []byte, out any) (int64, error) {
+	res, err := c.Query(ctx, path, data, 0, false)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := json.Unmarshal(res.Value, out); err != nil {
-		return fmt.Errorf("cannot decode %s answer: %w", path, err)
+		return 0, fmt.Errorf("cannot decode the node's answer to %s: %w", path, err)
 	}
-	return nil
+	return res.Height, nil
+}
+
+func (c *Client) queryJSON(ctx context.Context, path string, out any) error {
+	_, err := c.QueryJSON(ctx, path, nil, out)
+	return err
 }
 
 // Account returns an account's balance and next nonce.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	abci "github.com/cometbft/cometbft/abci/types"
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -50,15 +49,9 @@ func (c *Client) MatchProviders(ctx context.Context, req market.Requirements) ([
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Query(ctx, chain.QueryMatch, bz, 0, false)
-	if err != nil {
-		return nil, err
-	}
 	var v []chain.ProviderView
-	if err := json.Unmarshal(res.Value, &v); err != nil {
-		return nil, fmt.Errorf("cannot decode %s answer: %w", chain.QueryMatch, err)
-	}
-	return v, nil
+	_, err = c.QueryJSON(ctx, chain.QueryMatch, bz, &v)
+	return v, err
 }
 
 // WhyNoBids explains, provider by provider, who can bid on a job.
@@ -93,14 +86,10 @@ func (c *Client) Validators(ctx context.Context) ([]chain.ValidatorView, error) 
 
 // FindEvent decodes the first event of out's type in a transaction result.
 func FindEvent(res *ctypes.ResultTx, out types.Event) error {
-	return findEvent(res.TxResult.Events, out)
-}
-
-func findEvent(evs []abci.Event, out types.Event) error {
-	for _, ev := range evs {
+	for _, ev := range res.TxResult.Events {
 		if ev.Type == out.EventType() {
 			return types.DecodeEvent(ev, out)
 		}
 	}
-	return fmt.Errorf("no %s event", out.EventType())
+	return fmt.Errorf("the transaction has no %s event", out.EventType())
 }

@@ -80,20 +80,8 @@ func openSession(cmd *cobra.Command) (*txSession, error) {
 
 func (s *txSession) close() { s.cancel() }
 
-// queryJSON runs an app query and decodes its JSON answer.
-func queryJSON(ctx context.Context, c *node.Client, path string, data []byte, out any) (int64, error) {
-	res, err := c.Query(ctx, path, data, 0, false)
-	if err != nil {
-		return 0, err
-	}
-	if err := json.Unmarshal(res.Value, out); err != nil {
-		return 0, fmt.Errorf("cannot decode the node's answer to %s: %w", path, err)
-	}
-	return res.Height, nil
-}
-
 func (s *txSession) query(path string, out any) error {
-	h, err := queryJSON(s.ctx, s.c, path, nil, out)
+	h, err := s.c.QueryJSON(s.ctx, path, nil, out)
 	if err == nil {
 		s.height = h
 	}
@@ -156,8 +144,15 @@ func (s *txSession) send(bz []byte, report txReport) error {
 		_, err := io.WriteString(cmd.OutOrStdout(), enc)
 		return err
 	}
+	return broadcast(cmd, s.ctx, s.c, bz, report)
+}
+
+// broadcast sends a signed tx, waits for its block and prints the result
+// (report adds to it). A refusal prints the tx output and returns the
+// node's error with a hint of what to do.
+func broadcast(cmd *cobra.Command, ctx context.Context, c *node.Client, bz []byte, report txReport) error {
 	out := TxOutput{Hash: strings.ToUpper(hex.EncodeToString(types.TxHash(bz)))}
-	res, err := s.c.BroadcastAndWait(s.ctx, bz)
+	res, err := c.BroadcastAndWait(ctx, bz)
 	var txErr *node.TxError
 	switch {
 	case errors.As(err, &txErr):
@@ -217,16 +212,6 @@ func txHint(code uint32) string {
 		return "the saved salt does not open the commitment on chain: was it made by another machine or another key?"
 	}
 	return ""
-}
-
-// eventIn decodes the first event of out's type in a tx result.
-func eventIn(res *ctypes.ResultTx, out types.Event) error {
-	for _, ev := range res.TxResult.Events {
-		if ev.Type == out.EventType() {
-			return types.DecodeEvent(ev, out)
-		}
-	}
-	return fmt.Errorf("the transaction has no %s event", out.EventType())
 }
 
 // refused reports whether err says the tx is definitely not applied: the
@@ -435,7 +420,7 @@ func newProviderRecordCmd(update bool) *cobra.Command {
 			}
 			return signAndSendMsgs(cmd, []types.RawMsg{msg}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var ev market.EventProviderRegistered
-				_ = eventIn(res, &ev)
+				_ = node.FindEvent(res, &ev)
 				return out, func(w io.Writer) {
 					verb := "registered"
 					if update {
@@ -488,7 +473,7 @@ func newBondCmd(use, short string) *cobra.Command {
 			}
 			return signAndSendMsgs(cmd, []types.RawMsg{(&escrow.MsgBond{Amount: amt}).Raw()}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var ev escrow.EventBonded
-				_ = eventIn(res, &ev)
+				_ = node.FindEvent(res, &ev)
 				return out, func(w io.Writer) {
 					fmt.Fprintf(w, "bonded %s: %s now bonded\n", types.FormatAmount(amt), types.FormatAmount(ev.Bonded))
 				}
@@ -511,7 +496,7 @@ func newUnbondCmd() *cobra.Command {
 			}
 			return signAndSendMsgs(cmd, []types.RawMsg{(&escrow.MsgUnbond{Amount: amt}).Raw()}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var ev escrow.EventUnbonding
-				_ = eventIn(res, &ev)
+				_ = node.FindEvent(res, &ev)
 				return out, func(w io.Writer) {
 					fmt.Fprintf(w, "unbonding %s: it returns to the balance at height %d\n", types.FormatAmount(amt), ev.Matures)
 				}
@@ -772,7 +757,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 	var renameErr error
 	err = s.send(bz, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 		var ev market.EventJobPosted
-		evErr := eventIn(res, &ev)
+		evErr := node.FindEvent(res, &ev)
 		o := JobPostOutput{TxOutput: out, Job: ev.Job, Locked: ev.Locked, BidEnd: ev.BidEnd, RevealEnd: ev.RevealEnd}
 		if evErr == nil && sec != nil {
 			sec.Job = ev.Job
@@ -824,7 +809,7 @@ func newJobCancelCmd() *cobra.Command {
 			}
 			return signAndSendMsgs(cmd, []types.RawMsg{(&market.MsgCancelJob{Job: id}).Raw()}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var ev market.EventJobCancelled
-				_ = eventIn(res, &ev)
+				_ = node.FindEvent(res, &ev)
 				return out, func(w io.Writer) {
 					fmt.Fprintf(w, "job %d cancelled: %s refunded\n", id, types.FormatAmount(ev.Refund))
 				}
@@ -1203,7 +1188,7 @@ func newResultCommitCmd() *cobra.Command {
 			}
 			err = s.send(bz, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var ev market.EventResultCommitted
-				_ = eventIn(res, &ev)
+				_ = node.FindEvent(res, &ev)
 				o := ResultCommitOutput{TxOutput: out, Job: id, Stage: stage, Result: result, Commitment: commit, SaltFile: path, RevealsOpen: ev.RevealsOpen}
 				return o, func(w io.Writer) {
 					fmt.Fprintf(w, "committed to result %x for job %d stage %d; salt saved in %s\n", result, id, stage, path)
@@ -1288,9 +1273,9 @@ func newResultRevealCmd() *cobra.Command {
 				o := ResultRevealOutput{TxOutput: out, Job: id, Stage: stage, Result: *sec.Result}
 				var settled market.EventTaskSettled
 				var disputed market.EventDisputeOpened
-				if eventIn(res, &settled) == nil {
+				if node.FindEvent(res, &settled) == nil {
 					o.Outcome = settled.Outcome
-				} else if eventIn(res, &disputed) == nil {
+				} else if node.FindEvent(res, &disputed) == nil {
 					o.Outcome = "disputed"
 				}
 				return o, func(w io.Writer) {
@@ -1333,7 +1318,7 @@ func newDisputeTxCmd() *cobra.Command {
 			msg := (&verifier.MsgVoteDispute{Job: id, Stage: stage, Result: result}).Raw()
 			return signAndSendMsgs(cmd, []types.RawMsg{msg}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var settled market.EventTaskSettled
-				decided := eventIn(res, &settled) == nil
+				decided := node.FindEvent(res, &settled) == nil
 				v := struct {
 					TxOutput
 					Job     uint64     `json:"job"`

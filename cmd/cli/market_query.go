@@ -29,7 +29,7 @@ func runQuery[T any](cmd *cobra.Command, path string, data []byte, text func(w i
 	}
 	defer cancel()
 	var v T
-	h, err := queryJSON(ctx, c, path, data, &v)
+	h, err := c.QueryJSON(ctx, path, data, &v)
 	if err != nil {
 		return err
 	}

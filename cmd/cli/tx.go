@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ogpu-network/ogpu/escrow"
-	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
-	"github.com/ogpu-network/ogpu/wallet"
 )
 
 // TxOutput is what tx commands print.
@@ -68,83 +65,7 @@ func addSignFlags(cmd *cobra.Command) {
 // signAndSend signs msgs with --from and broadcasts them, or writes them
 // with --sign-only.
 func signAndSend(cmd *cobra.Command, msgs []types.RawMsg) error {
-	ctx, cancel := cmdContext(cmd)
-	defer cancel()
-	w, err := openWallet(cmd)
-	if err != nil {
-		return err
-	}
-	from, _ := cmd.Flags().GetString("from")
-	k, err := w.Find(from)
-	if err != nil {
-		return err
-	}
-	var o node.BuildOptions
-	o.ChainID, _ = cmd.Flags().GetString("chain-id")
-	o.Memo, _ = cmd.Flags().GetString("memo")
-	if n, _ := cmd.Flags().GetInt64("nonce"); n >= 0 {
-		o.Nonce = ptr(uint64(n))
-	}
-	if f, _ := cmd.Flags().GetString("fee"); f != "" {
-		if o.Fee, err = types.ParseAmount(f); err != nil {
-			return err
-		}
-	}
-	pw, err := password(cmd, fmt.Sprintf("Password of %s: ", k.Name), false)
-	if err != nil {
-		return err
-	}
-	key, err := w.Unlock(k.Name, pw)
-	if err != nil {
-		return err
-	}
-	c, err := dialNode(cmd)
-	if err != nil {
-		wallet.Zero(key)
-		return err
-	}
-	bz, tx, err := c.SignTx(ctx, key, msgs, o)
-	wallet.Zero(key)
-	if err != nil {
-		return err
-	}
-	if signOnly, _ := cmd.Flags().GetBool("sign-only"); signOnly {
-		enc := "0x" + hex.EncodeToString(bz) + "\n"
-		if out, _ := cmd.Flags().GetString("out"); out != "" {
-			if err := os.WriteFile(out, []byte(enc), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "signed %s, written to %s\n", tx.Body.String(), out)
-			return nil
-		}
-		_, err := io.WriteString(cmd.OutOrStdout(), enc)
-		return err
-	}
-	return broadcast(cmd, c, bz)
-}
-
-func broadcast(cmd *cobra.Command, c *node.Client, bz []byte) error {
-	ctx, cancel := cmdContext(cmd)
-	defer cancel()
-	out := TxOutput{Hash: strings.ToUpper(hex.EncodeToString(types.TxHash(bz)))}
-	res, err := c.BroadcastAndWait(ctx, bz)
-	var txErr *node.TxError
-	switch {
-	case errors.As(err, &txErr):
-		out.Code, out.Log, out.Height = txErr.Code, txErr.Log, txErr.Height
-	case err != nil:
-		return err
-	default:
-		out.Height, out.GasUsed = res.Height, res.TxResult.GasUsed
-	}
-	if perr := output(cmd, out, func(w io.Writer) {
-		if out.Code == 0 {
-			fmt.Fprintf(w, "tx %s included in block %d (code 0)\n", out.Hash, out.Height)
-		}
-	}); perr != nil {
-		return perr
-	}
-	return err
+	return signAndSendMsgs(cmd, msgs, nil)
 }
 
 func newBroadcastCmd() *cobra.Command {
@@ -157,11 +78,12 @@ func newBroadcastCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := dialNode(cmd)
+			ctx, c, cancel, err := connect(cmd)
 			if err != nil {
 				return err
 			}
-			return broadcast(cmd, c, bz)
+			defer cancel()
+			return broadcast(cmd, ctx, c, bz, nil)
 		},
 	}
 }
