@@ -3,7 +3,6 @@ package escrow
 import (
 	"bytes"
 	"crypto/ed25519"
-	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -11,62 +10,17 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/types/msgtest"
 )
-
-// fuzzMsgDecoder is one message decoder under FuzzDecodeEscrowMsg: its
-// message type, and the decoder returning the decoded message re-encoded.
-type fuzzMsgDecoder struct {
-	name string
-	typ  types.MsgType
-	dec  func([]byte) (types.RawMsg, error)
-}
-
-func fuzzRaw[M interface{ Raw() types.RawMsg }](dec func([]byte) (M, error)) func([]byte) (types.RawMsg, error) {
-	return func(bz []byte) (types.RawMsg, error) {
-		m, err := dec(bz)
-		if err != nil {
-			return types.RawMsg{}, err
-		}
-		return m.Raw(), nil
-	}
-}
 
 // fuzzEscrowDecoders are every message decoder of the package, selected by
 // the first byte of a fuzz input (modulo their number).
-var fuzzEscrowDecoders = []fuzzMsgDecoder{
-	{"send", types.MsgTypeSend, fuzzRaw(DecodeMsgSend)},
-	{"create-validator", types.MsgTypeCreateValidator, fuzzRaw(DecodeMsgCreateValidator)},
-	{"unjail-validator", types.MsgTypeUnjailValidator, fuzzRaw(DecodeMsgUnjailValidator)},
-	{"bond", types.MsgTypeBond, fuzzRaw(DecodeMsgBond)},
-	{"unbond", types.MsgTypeUnbond, fuzzRaw(DecodeMsgUnbond)},
-}
-
-// checkDecoded is the property every decoder must have: refused input is an
-// ErrInvalidMsg; accepted input is the canonical encoding of what it decodes
-// to (Raw gives back exactly the input), and that encoding decodes again.
-func checkDecoded(t *testing.T, d fuzzMsgDecoder, data []byte) {
-	t.Helper()
-	raw, err := d.dec(data)
-	if err != nil {
-		var e *types.Error
-		if !errors.As(err, &e) || e.Code != types.ErrInvalidMsg.Code {
-			t.Fatalf("%s: refusal %q is not an ErrInvalidMsg (code %d)", d.name, err, types.CodeOf(err))
-		}
-		return
-	}
-	if raw.Type != d.typ {
-		t.Fatalf("%s: Raw() has type %d, want %d", d.name, raw.Type, d.typ)
-	}
-	if !bytes.Equal(raw.Data, data) {
-		t.Fatalf("%s: accepted %x but re-encodes to %x: not canonical", d.name, data, raw.Data)
-	}
-	again, err := d.dec(raw.Data)
-	if err != nil {
-		t.Fatalf("%s: own encoding %x refused: %v", d.name, raw.Data, err)
-	}
-	if !bytes.Equal(again.Data, data) {
-		t.Fatalf("%s: second round trip gives %x, want %x", d.name, again.Data, data)
-	}
+var fuzzEscrowDecoders = []msgtest.Decoder{
+	{Name: "send", Type: types.MsgTypeSend, Dec: msgtest.Raw(DecodeMsgSend)},
+	{Name: "create-validator", Type: types.MsgTypeCreateValidator, Dec: msgtest.Raw(DecodeMsgCreateValidator)},
+	{Name: "unjail-validator", Type: types.MsgTypeUnjailValidator, Dec: msgtest.Raw(DecodeMsgUnjailValidator)},
+	{Name: "bond", Type: types.MsgTypeBond, Dec: msgtest.Raw(DecodeMsgBond)},
+	{Name: "unbond", Type: types.MsgTypeUnbond, Dec: msgtest.Raw(DecodeMsgUnbond)},
 }
 
 // fuzzEscrowSeeds are a valid encoding of every message and near misses,
@@ -112,7 +66,7 @@ func FuzzDecodeEscrowMsg(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		checkDecoded(t, fuzzEscrowDecoders[int(in[0])%len(fuzzEscrowDecoders)], in[1:])
+		msgtest.Check(t, fuzzEscrowDecoders[int(in[0])%len(fuzzEscrowDecoders)], in[1:])
 	})
 }
 
@@ -128,10 +82,10 @@ func TestFuzzEscrowSeeds(t *testing.T) {
 			continue
 		}
 		d := fuzzEscrowDecoders[int(in[0])%len(fuzzEscrowDecoders)]
-		_, err := d.dec(in[1:])
+		_, err := d.Dec(in[1:])
 		if got := err != nil; got != refused[name] {
-			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.name, got, err, refused[name])
+			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.Name, got, err, refused[name])
 		}
-		checkDecoded(t, d, in[1:])
+		msgtest.Check(t, d, in[1:])
 	}
 }

@@ -2,7 +2,6 @@ package market
 
 import (
 	"bytes"
-	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -10,65 +9,20 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/types/msgtest"
 )
-
-// fuzzMsgDecoder is one message decoder under FuzzDecodeMarketMsg: its
-// message type, and the decoder returning the decoded message re-encoded.
-type fuzzMsgDecoder struct {
-	name string
-	typ  types.MsgType
-	dec  func([]byte) (types.RawMsg, error)
-}
-
-func fuzzRaw[M interface{ Raw() types.RawMsg }](dec func([]byte) (M, error)) func([]byte) (types.RawMsg, error) {
-	return func(bz []byte) (types.RawMsg, error) {
-		m, err := dec(bz)
-		if err != nil {
-			return types.RawMsg{}, err
-		}
-		return m.Raw(), nil
-	}
-}
 
 // fuzzMarketDecoders are every message decoder of the package, selected by
 // the first byte of a fuzz input (modulo their number).
-var fuzzMarketDecoders = []fuzzMsgDecoder{
-	{"register-provider", types.MsgTypeRegisterProvider, fuzzRaw(DecodeMsgRegisterProvider)},
-	{"update-provider", types.MsgTypeUpdateProvider, fuzzRaw(DecodeMsgUpdateProvider)},
-	{"unjail-provider", types.MsgTypeUnjailProvider, fuzzRaw(DecodeMsgUnjailProvider)},
-	{"post-job", types.MsgTypePostJob, fuzzRaw(DecodeMsgPostJob)},
-	{"cancel-job", types.MsgTypeCancelJob, fuzzRaw(DecodeMsgCancelJob)},
-	{"commit-bid", types.MsgTypeCommitBid, fuzzRaw(DecodeMsgCommitBid)},
-	{"reveal-bid", types.MsgTypeRevealBid, fuzzRaw(DecodeMsgRevealBid)},
-	{"claim-task", types.MsgTypeClaimTask, fuzzRaw(DecodeMsgClaimTask)},
-}
-
-// checkDecoded is the property every decoder must have: refused input is an
-// ErrInvalidMsg; accepted input is the canonical encoding of what it decodes
-// to (Raw gives back exactly the input), and that encoding decodes again.
-func checkDecoded(t *testing.T, d fuzzMsgDecoder, data []byte) {
-	t.Helper()
-	raw, err := d.dec(data)
-	if err != nil {
-		var e *types.Error
-		if !errors.As(err, &e) || e.Code != types.ErrInvalidMsg.Code {
-			t.Fatalf("%s: refusal %q is not an ErrInvalidMsg (code %d)", d.name, err, types.CodeOf(err))
-		}
-		return
-	}
-	if raw.Type != d.typ {
-		t.Fatalf("%s: Raw() has type %d, want %d", d.name, raw.Type, d.typ)
-	}
-	if !bytes.Equal(raw.Data, data) {
-		t.Fatalf("%s: accepted %x but re-encodes to %x: not canonical", d.name, data, raw.Data)
-	}
-	again, err := d.dec(raw.Data)
-	if err != nil {
-		t.Fatalf("%s: own encoding %x refused: %v", d.name, raw.Data, err)
-	}
-	if !bytes.Equal(again.Data, data) {
-		t.Fatalf("%s: second round trip gives %x, want %x", d.name, again.Data, data)
-	}
+var fuzzMarketDecoders = []msgtest.Decoder{
+	{Name: "register-provider", Type: types.MsgTypeRegisterProvider, Dec: msgtest.Raw(DecodeMsgRegisterProvider)},
+	{Name: "update-provider", Type: types.MsgTypeUpdateProvider, Dec: msgtest.Raw(DecodeMsgUpdateProvider)},
+	{Name: "unjail-provider", Type: types.MsgTypeUnjailProvider, Dec: msgtest.Raw(DecodeMsgUnjailProvider)},
+	{Name: "post-job", Type: types.MsgTypePostJob, Dec: msgtest.Raw(DecodeMsgPostJob)},
+	{Name: "cancel-job", Type: types.MsgTypeCancelJob, Dec: msgtest.Raw(DecodeMsgCancelJob)},
+	{Name: "commit-bid", Type: types.MsgTypeCommitBid, Dec: msgtest.Raw(DecodeMsgCommitBid)},
+	{Name: "reveal-bid", Type: types.MsgTypeRevealBid, Dec: msgtest.Raw(DecodeMsgRevealBid)},
+	{Name: "claim-task", Type: types.MsgTypeClaimTask, Dec: msgtest.Raw(DecodeMsgClaimTask)},
 }
 
 func fuzzHash(b byte) types.Hash { return types.Hash(bytes.Repeat([]byte{b}, 32)) }
@@ -146,7 +100,7 @@ func FuzzDecodeMarketMsg(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		checkDecoded(t, fuzzMarketDecoders[int(in[0])%len(fuzzMarketDecoders)], in[1:])
+		msgtest.Check(t, fuzzMarketDecoders[int(in[0])%len(fuzzMarketDecoders)], in[1:])
 	})
 }
 
@@ -163,10 +117,10 @@ func TestFuzzMarketSeeds(t *testing.T) {
 			continue
 		}
 		d := fuzzMarketDecoders[int(in[0])%len(fuzzMarketDecoders)]
-		_, err := d.dec(in[1:])
+		_, err := d.Dec(in[1:])
 		if got := err != nil; got != refused[name] {
-			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.name, got, err, refused[name])
+			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.Name, got, err, refused[name])
 		}
-		checkDecoded(t, d, in[1:])
+		msgtest.Check(t, d, in[1:])
 	}
 }

@@ -2,67 +2,21 @@ package verifier
 
 import (
 	"bytes"
-	"errors"
 	"maps"
 	"slices"
 	"testing"
 
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/types/msgtest"
 )
-
-// fuzzMsgDecoder is one message decoder under FuzzDecodeVerifierMsg: its
-// message type, and the decoder returning the decoded message re-encoded.
-type fuzzMsgDecoder struct {
-	name string
-	typ  types.MsgType
-	dec  func([]byte) (types.RawMsg, error)
-}
-
-func fuzzRaw[M interface{ Raw() types.RawMsg }](dec func([]byte) (M, error)) func([]byte) (types.RawMsg, error) {
-	return func(bz []byte) (types.RawMsg, error) {
-		m, err := dec(bz)
-		if err != nil {
-			return types.RawMsg{}, err
-		}
-		return m.Raw(), nil
-	}
-}
 
 // fuzzVerifierDecoders are every message decoder of the package, selected
 // by the first byte of a fuzz input (modulo their number).
-var fuzzVerifierDecoders = []fuzzMsgDecoder{
-	{"commit-result", types.MsgTypeCommitResult, fuzzRaw(DecodeMsgCommitResult)},
-	{"reveal-result", types.MsgTypeRevealResult, fuzzRaw(DecodeMsgRevealResult)},
-	{"vote-dispute", types.MsgTypeVoteDispute, fuzzRaw(DecodeMsgVoteDispute)},
-	{"reveal-canary", types.MsgTypeRevealCanary, fuzzRaw(DecodeMsgRevealCanary)},
-}
-
-// checkDecoded is the property every decoder must have: refused input is an
-// ErrInvalidMsg; accepted input is the canonical encoding of what it decodes
-// to (Raw gives back exactly the input), and that encoding decodes again.
-func checkDecoded(t *testing.T, d fuzzMsgDecoder, data []byte) {
-	t.Helper()
-	raw, err := d.dec(data)
-	if err != nil {
-		var e *types.Error
-		if !errors.As(err, &e) || e.Code != types.ErrInvalidMsg.Code {
-			t.Fatalf("%s: refusal %q is not an ErrInvalidMsg (code %d)", d.name, err, types.CodeOf(err))
-		}
-		return
-	}
-	if raw.Type != d.typ {
-		t.Fatalf("%s: Raw() has type %d, want %d", d.name, raw.Type, d.typ)
-	}
-	if !bytes.Equal(raw.Data, data) {
-		t.Fatalf("%s: accepted %x but re-encodes to %x: not canonical", d.name, data, raw.Data)
-	}
-	again, err := d.dec(raw.Data)
-	if err != nil {
-		t.Fatalf("%s: own encoding %x refused: %v", d.name, raw.Data, err)
-	}
-	if !bytes.Equal(again.Data, data) {
-		t.Fatalf("%s: second round trip gives %x, want %x", d.name, again.Data, data)
-	}
+var fuzzVerifierDecoders = []msgtest.Decoder{
+	{Name: "commit-result", Type: types.MsgTypeCommitResult, Dec: msgtest.Raw(DecodeMsgCommitResult)},
+	{Name: "reveal-result", Type: types.MsgTypeRevealResult, Dec: msgtest.Raw(DecodeMsgRevealResult)},
+	{Name: "vote-dispute", Type: types.MsgTypeVoteDispute, Dec: msgtest.Raw(DecodeMsgVoteDispute)},
+	{Name: "reveal-canary", Type: types.MsgTypeRevealCanary, Dec: msgtest.Raw(DecodeMsgRevealCanary)},
 }
 
 func fuzzHash(b byte) types.Hash { return types.Hash(bytes.Repeat([]byte{b}, 32)) }
@@ -105,7 +59,7 @@ func FuzzDecodeVerifierMsg(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		checkDecoded(t, fuzzVerifierDecoders[int(in[0])%len(fuzzVerifierDecoders)], in[1:])
+		msgtest.Check(t, fuzzVerifierDecoders[int(in[0])%len(fuzzVerifierDecoders)], in[1:])
 	})
 }
 
@@ -120,10 +74,10 @@ func TestFuzzVerifierSeeds(t *testing.T) {
 			continue
 		}
 		d := fuzzVerifierDecoders[int(in[0])%len(fuzzVerifierDecoders)]
-		_, err := d.dec(in[1:])
+		_, err := d.Dec(in[1:])
 		if got := err != nil; got != refused[name] {
-			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.name, got, err, refused[name])
+			t.Errorf("seed %s (%s): refused = %v (%v), want %v", name, d.Name, got, err, refused[name])
 		}
-		checkDecoded(t, d, in[1:])
+		msgtest.Check(t, d, in[1:])
 	}
 }
