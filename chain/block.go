@@ -2,6 +2,7 @@ package chain
 
 import (
 	"crypto/sha256"
+	"strconv"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
@@ -76,7 +77,7 @@ func beginBlock(kv store.KV, p genesis.Params, env blockEnv, req *abci.FinalizeB
 			res := k.Slash(op, p.Staking.DowntimeSlashBps, types.Address{}, 0)
 			until := env.height + p.Staking.ValidatorJailBlocks
 			k.Jail(op, until, false)
-			evs.Emit(escrow.EventValidatorJailed{Operator: op, Until: until, Reason: "missed " + u64s(v.Missed) + " blocks in a row", Slashed: res.Slashed})
+			evs.Emit(escrow.EventValidatorJailed{Operator: op, Until: until, Reason: "missed " + strconv.FormatUint(v.Missed, 10) + " blocks in a row", Slashed: res.Slashed})
 		}
 	}
 }
@@ -104,17 +105,4 @@ func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []
 		evs.Emit(escrow.EventFeesDistributed{Amount: paid})
 	}
 	return updates
-}
-
-func u64s(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
 }

@@ -170,17 +170,17 @@ func phase(j *market.Job, h uint64) string {
 	switch j.State {
 	case market.JobBidding:
 		if j.Mode == market.ModePool {
-			return "taking claims until height " + u64s(j.RevealEnd) + "; tasks are assigned at its end"
+			return "taking claims until height " + strconv.FormatUint(j.RevealEnd, 10) + "; tasks are assigned at its end"
 		}
-		return "taking sealed bids until height " + u64s(j.BidEnd) + ", reveals until " + u64s(j.RevealEnd) + "; the award runs at the end of block " + u64s(j.RevealEnd)
+		return "taking sealed bids until height " + strconv.FormatUint(j.BidEnd, 10) + ", reveals until " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of block " + strconv.FormatUint(j.RevealEnd, 10)
 	case market.JobRevealing:
-		return "taking bid reveals until height " + u64s(j.RevealEnd) + "; the award runs at the end of that block"
+		return "taking bid reveals until height " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of that block"
 	case market.JobRunning:
-		return "awarded: providers execute, commit and reveal results; " + u64s(uint64(j.Settled)) + " of " + u64s(uint64(j.Stages)) + " stages settled"
+		return "awarded: providers execute, commit and reveal results; " + strconv.FormatUint(uint64(j.Settled), 10) + " of " + strconv.FormatUint(uint64(j.Stages), 10) + " stages settled"
 	case market.JobCompleted:
 		return "completed: paid " + types.FormatAmount(j.Paid) + ", refunded " + types.FormatAmount(j.Refunded) + " to the client"
 	case market.JobExpired:
-		return "expired without an eligible bid: the client was refunded (ogpu query why-no-bids " + u64s(j.ID) + ")"
+		return "expired without an eligible bid: the client was refunded (ogpu query why-no-bids " + strconv.FormatUint(j.ID, 10) + ")"
 	case market.JobCancelled:
 		return "cancelled by the client and refunded"
 	}
@@ -394,9 +394,9 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNo
 	case eligible == 0:
 		v.Summary = "no registered provider meets the job's requirements: see each reason"
 	case v.Bids == 0:
-		v.Summary = u64s(uint64(eligible)) + " eligible providers, none bid: the price cap may be below their prices, or their agents are not running"
+		v.Summary = strconv.FormatUint(uint64(eligible), 10) + " eligible providers, none bid: the price cap may be below their prices, or their agents are not running"
 	default:
-		v.Summary = u64s(uint64(v.Bids)) + " bids from " + u64s(uint64(eligible)) + " eligible providers"
+		v.Summary = strconv.FormatUint(uint64(v.Bids), 10) + " bids from " + strconv.FormatUint(uint64(eligible), 10) + " eligible providers"
 	}
 	return v
 }

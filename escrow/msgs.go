@@ -64,7 +64,7 @@ func DecodeMsgCreateValidator(data []byte) (*MsgCreateValidator, error) {
 	switch {
 	case len(m.PubKey) != 32:
 		return nil, types.ErrInvalidMsg.Wrapf("create-validator: consensus key is %d bytes, want an ed25519 public key of 32 (config/priv_validator_key.json)", len(m.PubKey))
-	case m.Name == "" || len(m.Name) > MaxNameLen || !printable(m.Name):
+	case m.Name == "" || len(m.Name) > MaxNameLen || !types.Printable(m.Name):
 		return nil, types.ErrInvalidMsg.Wrapf("create-validator: name must be 1..%d printable characters", MaxNameLen)
 	case m.SelfBond == nil:
 		return nil, types.ErrInvalidMsg.Wrapf("create-validator: self-bond is missing")
@@ -121,14 +121,4 @@ func DecodeMsgUnbond(data []byte) (*MsgUnbond, error) {
 		return nil, types.ErrInvalidMsg.Wrapf("unbond: amount must be positive")
 	}
 	return &m, nil
-}
-
-// printable reports whether s is printable ASCII without control bytes.
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }

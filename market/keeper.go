@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/ethereum/go-ethereum/rlp"
 	"github.com/holiman/uint256"
@@ -517,7 +518,9 @@ func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
 		}
 		return bytes.Compare(a.tie[:], b.tie[:])
 	}
-	sortStable(all, less)
+	// less is a total order (the tie hash differs per provider), so the
+	// result does not depend on the sort algorithm.
+	slices.SortFunc(all, less)
 	n := int(j.Redundancy)
 	if len(all) < n {
 		return all, nil
@@ -533,33 +536,6 @@ func cmpU64(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// sortStable is an insertion-free merge sort over a total order (ties are
-// impossible: the tie hash differs per provider), kept local so that the
-// order never depends on a library's algorithm.
-func sortStable(s []ranked, cmp func(a, b ranked) int) {
-	if len(s) < 2 {
-		return
-	}
-	mid := len(s) / 2
-	a := append([]ranked(nil), s[:mid]...)
-	b := append([]ranked(nil), s[mid:]...)
-	sortStable(a, cmp)
-	sortStable(b, cmp)
-	i, j, o := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		if cmp(b[j], a[i]) < 0 {
-			s[o] = b[j]
-			j++
-		} else {
-			s[o] = a[i]
-			i++
-		}
-		o++
-	}
-	o += copy(s[o:], a[i:])
-	copy(s[o:], b[j:])
 }
 
 // close runs at the end of the reveal window: per stage, award the r best
@@ -653,5 +629,3 @@ func (k *Keeper) noBidsReason(j *Job) string {
 	}
 	return "no eligible revealed bids"
 }
-
-func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }

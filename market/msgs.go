@@ -33,7 +33,7 @@ type ProviderInfo struct {
 // Validate checks the bounds and syntax of everything in the record.
 func (p *ProviderInfo) Validate() error {
 	switch {
-	case p.PeerID == "" || len(p.PeerID) > MaxPeerIDLen || !printable(p.PeerID):
+	case p.PeerID == "" || len(p.PeerID) > MaxPeerIDLen || !types.Printable(p.PeerID):
 		return fmt.Errorf("peer id must be 1..%d printable characters", MaxPeerIDLen)
 	case len(p.Addrs) > MaxAddrs:
 		return fmt.Errorf("%d addresses, at most %d", len(p.Addrs), MaxAddrs)
@@ -43,11 +43,11 @@ func (p *ProviderInfo) Validate() error {
 		return fmt.Errorf("%d runtimes, at most %d", len(p.Runtimes), MaxRuntimes)
 	case len(p.Models) > MaxModels:
 		return fmt.Errorf("%d models, at most %d", len(p.Models), MaxModels)
-	case len(p.Class) > MaxClassLen || !printable(p.Class):
+	case len(p.Class) > MaxClassLen || !types.Printable(p.Class):
 		return fmt.Errorf("determinism class must be at most %d printable characters", MaxClassLen)
 	}
 	for _, a := range p.Addrs {
-		if a == "" || len(a) > MaxAddrLen || !printable(a) {
+		if a == "" || len(a) > MaxAddrLen || !types.Printable(a) {
 			return fmt.Errorf("address %q: want 1..%d printable characters", a, MaxAddrLen)
 		}
 	}
@@ -62,15 +62,6 @@ func (p *ProviderInfo) Validate() error {
 		}
 	}
 	return nil
-}
-
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // MsgRegisterProvider registers the sender as a provider.
@@ -183,9 +174,9 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("requirements: min reputation %d is above the maximum score of 1000", m.Req.MinReputation)
 	case len(m.Req.Attributes) > MaxAttributes:
 		return nil, bad("requirements: %d attributes, at most %d", len(m.Req.Attributes), MaxAttributes)
-	case len(m.Req.Runtime) > MaxRuntimeLen || !printable(m.Req.Runtime):
+	case len(m.Req.Runtime) > MaxRuntimeLen || !types.Printable(m.Req.Runtime):
 		return nil, bad("requirements: runtime is too long")
-	case len(m.Req.Class) > MaxClassLen || !printable(m.Req.Class):
+	case len(m.Req.Class) > MaxClassLen || !types.Printable(m.Req.Class):
 		return nil, bad("requirements: class is too long")
 	case m.Windows.Bid == 0 || m.Windows.Execute == 0 || m.Windows.Verify == 0:
 		return nil, bad("windows: bid, execute and verify must each be at least one block")

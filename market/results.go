@@ -3,6 +3,8 @@ package market
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"strconv"
 
 	"github.com/holiman/uint256"
 
@@ -192,7 +194,7 @@ func (k *Keeper) noShow(j *Job, stage uint16, t *verifier.Task, i int, missed st
 	s.NoShow = true
 	k.emit(EventNoShow{Job: j.ID, Stage: stage, Provider: s.Provider, Missed: missed})
 	k.slash(j, stage, s.Provider, k.p.NoShowSlashBps, "no-show")
-	k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, false, "missed the "+missed+" deadline of job "+u64s(j.ID))
+	k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, false, "missed the "+missed+" deadline of job "+strconv.FormatUint(j.ID, 10))
 	k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.NoShows++ })
 }
 
@@ -285,7 +287,7 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 			k.esc.Release(j.ID, j.Client, price)
 			refund.Add(refund, price)
 			k.slash(j, stage, s.Provider, k.p.FraudSlashBps, "fraud: "+outcome)
-			k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, "wrong result for job "+u64s(j.ID))
+			k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, "wrong result for job "+strconv.FormatUint(j.ID, 10))
 			k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Lost++ })
 		default:
 			k.esc.Release(j.ID, j.Client, price)
@@ -378,19 +380,6 @@ func (k *Keeper) EndBlock() {
 	}
 }
 
-func u64s(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
-}
-
 // ---- invariants ----
 
 // EscrowInvariant checks every job's escrow against what it still owes,
@@ -427,7 +416,7 @@ func EscrowInvariant(r store.KV) error {
 			}
 		}
 		if have := esc.Locked(j.ID); !have.Eq(want) {
-			bad = errorf("escrow invariant broken: job %d (%s) holds %s, owes %s", j.ID, j.State, have.Dec(), want.Dec())
+			bad = fmt.Errorf("escrow invariant broken: job %d (%s) holds %s, owes %s", j.ID, j.State, have.Dec(), want.Dec())
 			return true
 		}
 		return false

@@ -193,3 +193,14 @@ func DecodeMsgPayload(name string, data []byte, v any) error {
 	}
 	return nil
 }
+
+// Printable reports whether s is printable ASCII (no control bytes): the
+// rule for names, peer ids and other strings stored on chain.
+func Printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
