@@ -283,7 +283,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	j := &Job{
 		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
 		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
-		Input: m.Input, Windows: m.Windows, Canary: m.Canary,
+		Input: m.Input, Windows: m.Windows, Canary: m.Canary, MaxTokens: m.MaxTokens,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
 		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int),
 	}

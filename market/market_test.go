@@ -1,6 +1,7 @@
 package market
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"strings"
@@ -671,5 +672,41 @@ func TestUniformPrice(t *testing.T) {
 	want.Sub(want, fee)
 	if got := n.balance(client); !got.Eq(want) {
 		t.Errorf("client balance %s, want %s (start - 2 × 3 - fee)", got.Dec(), want.Dec())
+	}
+}
+
+// TestMaxTokens: an inference job's token budget travels through the wire
+// encoding into the job record; a job without one encodes exactly as before
+// the field existed (old transactions and state hashes are unchanged).
+func TestMaxTokens(t *testing.T) {
+	n := marketNet(t, genesis.DefaultParams())
+	m := auctionJob(2, types.OGPU(3))
+	before := m.Raw().Data
+	m.MaxTokens = 0
+	if !bytes.Equal(before, m.Raw().Data) {
+		t.Fatal("a zero MaxTokens changed the encoding")
+	}
+	m.MaxTokens = 64
+	if bytes.Equal(before, m.Raw().Data) {
+		t.Fatal("MaxTokens is not encoded")
+	}
+	id := n.post(client, m)
+	if got := n.job(id).MaxTokens; got != 64 {
+		t.Fatalf("job max tokens = %d, want 64", got)
+	}
+	for _, c := range []struct {
+		mut  func(*MsgPostJob)
+		want string
+	}{
+		{func(m *MsgPostJob) { m.MaxTokens = MaxJobTokens + 1 }, "max tokens 1048577: at most 1048576"},
+		{func(m *MsgPostJob) { m.Kind = KindPipeline }, "max tokens applies to inference jobs only"},
+	} {
+		bad := auctionJob(2, types.OGPU(3))
+		bad.MaxTokens = 64
+		c.mut(bad)
+		_, err := DecodeMsgPostJob(bad.Raw().Data)
+		if !errors.Is(err, types.ErrInvalidMsg) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("decode: %v, want ErrInvalidMsg %q", err, c.want)
+		}
 	}
 }

@@ -18,6 +18,8 @@ const (
 	MaxRuntimeLen = 32
 	MaxModels     = 64
 	MaxClassLen   = 256
+	// MaxJobTokens bounds an inference job's MaxTokens.
+	MaxJobTokens = 1 << 20
 )
 
 // ProviderInfo is what a provider publishes about itself.
@@ -138,6 +140,8 @@ type MsgPostJob struct {
 	Windows    Windows
 	// Canary: see Job.Canary. Only a validator's operator may set it.
 	Canary types.Hash
+	// MaxTokens: see Job.MaxTokens.
+	MaxTokens uint64 `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -184,6 +188,10 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("windows: an auction needs a reveal window of at least one block")
 	case m.Canary != (types.Hash{}) && m.Stages != 1:
 		return nil, bad("a canary job has one stage")
+	case m.MaxTokens > MaxJobTokens:
+		return nil, bad("max tokens %d: at most %d", m.MaxTokens, MaxJobTokens)
+	case m.MaxTokens != 0 && m.Kind != KindInference:
+		return nil, bad("max tokens applies to %s jobs only", KindInference)
 	}
 	for _, r := range m.Req.Attributes {
 		if _, err := ParseRequirement(r); err != nil {

@@ -129,6 +129,9 @@ type Job struct {
 	// client, and to the client as slash compensation.
 	Paid, Refunded, Compensated *uint256.Int
 	FeePaid                     bool
+	// MaxTokens bounds an inference job's generation (0 for other kinds):
+	// providers price by it and verification refuses longer outputs.
+	MaxTokens uint64 `rlp:"optional"`
 }
 
 // MaxPayout is stages × r × max price, what posting locks besides the fee.

@@ -664,6 +664,7 @@ saved under the wallet home, and revealed with ` + "`ogpu tx canary reveal JOB`.
 	f.String("runtime", "", "runtime a provider must offer")
 	f.String("class", "", "determinism class a provider must be in")
 	f.String("input", "", "sha256 of the (encrypted) input")
+	f.Uint64("max-tokens", 0, "token budget of an inference job (providers price by it)")
 	f.Uint64("bid-blocks", 10, "blocks of sealed bidding")
 	f.Uint64("reveal-blocks", 10, "blocks of bid reveals")
 	f.Uint64("execute-blocks", 30, "blocks from the award to the last result commitment")
@@ -688,6 +689,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 	m.ModelSize, _ = f.GetUint64("model-size")
 	m.Stages, _ = f.GetUint16("stages")
 	m.Redundancy, _ = f.GetUint16("redundancy")
+	m.MaxTokens, _ = f.GetUint64("max-tokens")
 	priceStr, _ := f.GetString("max-price")
 	if m.MaxPrice, err = parsePositiveAmount("max price", priceStr); err != nil {
 		return err

@@ -54,6 +54,9 @@ func printJob(w io.Writer, j *chain.JobView, height int64) {
 	if j.Input != (types.Hash{}) {
 		fmt.Fprintf(w, "  input:      %x\n", j.Input)
 	}
+	if j.MaxTokens > 0 {
+		fmt.Fprintf(w, "  tokens:     at most %d\n", j.MaxTokens)
+	}
 	fmt.Fprintf(w, "  work:       %d stage(s) × %d replicas, cap %s per replica\n", j.Stages, j.Redundancy, types.FormatAmount(j.MaxPrice))
 	fmt.Fprintf(w, "  escrow:     %s locked (validator fee %s)\n", types.FormatAmount(j.Locked), types.FormatAmount(j.ValidatorFee))
 	if j.Mode == market.ModePool {
