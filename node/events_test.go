@@ -1,0 +1,447 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	cmtcfg "github.com/cometbft/cometbft/config"
+	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/rpc/client/local"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// testChain is a real single-validator node in this process, making a block
+// every 100ms, with funded accounts.
+type testChain struct {
+	node  *ChainNode
+	conf  *cmtcfg.Config
+	local *Client // rpc/client/local on the node
+	http  *Client // Dial on the node's RPC address
+	keys  []*ecdsa.PrivateKey
+}
+
+// testKey is fixed key number i, so runs are reproducible.
+func testKey(t *testing.T, i int) *ecdsa.PrivateKey {
+	seed := sha256.Sum256([]byte(fmt.Sprintf("ogpu-node-events-sender-%d", i)))
+	k, err := crypto.ToECDSA(seed[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// startTestChain funds keys 0..funded-1 with 1000 oGPU each and starts the
+// node; it returns once block 1 is committed.
+func startTestChain(t *testing.T, funded int) *testChain {
+	t.Helper()
+	home := t.TempDir()
+	conf, err := LocalConfig(home, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := genesis.Default()
+	tc := &testChain{conf: conf}
+	for i := range funded {
+		k := testKey(t, i)
+		tc.keys = append(tc.keys, k)
+		if err := doc.AddAccount(crypto.PubkeyToAddress(k.PublicKey), types.OGPU(1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := InitHome(InitOptions{Home: home, ChainID: "ogpu-events-test", Genesis: doc, Config: conf}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := StartChainNode(context.Background(), conf, log.NewNopLogger(), chain.WithInvariants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	tc.node = n
+	tc.local = &Client{RPC: local.New(n.Node)}
+	if tc.http, err = Dial(conf.RPC.ListenAddress); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tc.local.WaitHeight(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// recipient is a fresh address for transfer i.
+func recipient(i int) types.Address {
+	h := sha256.Sum256([]byte(fmt.Sprintf("ogpu-node-events-recipient-%d", i)))
+	return types.BytesToAddress(h[:])
+}
+
+func transfer(i int) types.RawMsg {
+	return (&escrow.MsgSend{To: recipient(i), Amount: uint256.NewInt(uint64(1000 + i))}).Raw()
+}
+
+func latestHeight(t *testing.T, c *Client) int64 {
+	t.Helper()
+	st, err := c.RPC.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.SyncInfo.LatestBlockHeight
+}
+
+// readBlocks reads blocks from sub until one at height until or later,
+// checking that they start at from and follow each other without gaps.
+func readBlocks(t *testing.T, ctx context.Context, sub <-chan BlockEvents, from, until int64) []BlockEvents {
+	t.Helper()
+	var got []BlockEvents
+	want := from
+	for want <= until {
+		select {
+		case be, ok := <-sub:
+			if !ok {
+				t.Fatalf("subscription closed at height %d, waiting for %d", want, until)
+			}
+			if be.Height != want {
+				t.Fatalf("got block %d, want %d", be.Height, want)
+			}
+			if n := len(got); n > 0 && be.Time.Before(got[n-1].Time) {
+				t.Fatalf("block %d's time %s is before block %d's %s", be.Height, be.Time, got[n-1].Height, got[n-1].Time)
+			}
+			got = append(got, be)
+			want++
+		case <-ctx.Done():
+			t.Fatalf("waiting for block %d: %v", want, ctx.Err())
+		}
+	}
+	return got
+}
+
+// checkTransfers checks that every transfer in want (recipient → height of
+// its transaction) is in blocks exactly once, at its height.
+func checkTransfers(t *testing.T, blocks []BlockEvents, want map[types.Address]int64) {
+	t.Helper()
+	seen := make(map[types.Address]int64)
+	for _, be := range blocks {
+		for _, ev := range be.Events {
+			if ev.Type != chain.EventTypeTransfer {
+				continue
+			}
+			tr, err := chain.ParseEventTransfer(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ours := want[tr.To]; !ours {
+				continue
+			}
+			if h, dup := seen[tr.To]; dup {
+				t.Fatalf("transfer to %s delivered twice: blocks %d and %d", tr.To, h, be.Height)
+			}
+			seen[tr.To] = be.Height
+		}
+	}
+	for to, h := range want {
+		if seen[to] != h {
+			t.Errorf("transfer to %s: delivered in block %d, committed in block %d", to, seen[to], h)
+		}
+	}
+}
+
+// TestSubscribe sends transfers, some in one block and some in later
+// blocks, and checks that every kind of subscription sees each transfer once
+// in its block: live ones opened before the transfers (in-process and over
+// the websocket) and ones opened afterwards from height 1, which replay the
+// past (in-process, websocket, and polling alone).
+func TestSubscribe(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	before := latestHeight(t, tc.local)
+	liveLocal, err := tc.local.Subscribe(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveHTTP, err := tc.http.Subscribe(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := latestHeight(t, tc.local)
+
+	s := NewSender(tc.http, tc.keys[0])
+	want := make(map[types.Address]int64)
+	var hashes [][]byte
+	for i := range 4 { // back to back: likely several in one block
+		h, err := s.Submit(ctx, transfer(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, h)
+	}
+	for i := 4; i < 7; i++ { // one block each at least
+		res, err := s.Send(ctx, transfer(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, res.Hash)
+	}
+	var last int64
+	for i, h := range hashes {
+		res, err := tc.http.WaitTx(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[recipient(i)] = res.Height
+		last = max(last, res.Height)
+	}
+
+	// The live subscriptions start at the block after the one current
+	// when Subscribe was called.
+	for name, sub := range map[string]<-chan BlockEvents{"local": liveLocal, "http": liveHTTP} {
+		var first BlockEvents
+		select {
+		case first = <-sub:
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		if first.Height <= before || first.Height > after+1 {
+			t.Fatalf("live %s subscription started at block %d; the chain was at %d..%d", name, first.Height, before, after)
+		}
+		blocks := append([]BlockEvents{first}, readBlocks(t, ctx, sub, first.Height+1, last)...)
+		checkTransfers(t, blocks, want)
+	}
+
+	replays := []struct {
+		name string
+		c    *Client
+		opts []SubscribeOption
+	}{
+		{"local", tc.local, nil},
+		{"http", tc.http, nil},
+		{"http poll only", tc.http, []SubscribeOption{SubscribePollOnly(), SubscribeEvery(50 * time.Millisecond)}},
+		{"local poll only", tc.local, []SubscribeOption{SubscribePollOnly()}},
+	}
+	for _, r := range replays {
+		t.Run("replay "+r.name, func(t *testing.T) {
+			sctx, scancel := context.WithCancel(ctx)
+			sub, err := r.c.Subscribe(sctx, 1, r.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Past the transfers, and on into blocks made after Subscribe.
+			until := latestHeight(t, tc.local) + 3
+			checkTransfers(t, readBlocks(t, ctx, sub, 1, until), want)
+			scancel()
+			for range sub { // closed once ctx ends; a block in flight may come first
+			}
+		})
+	}
+}
+
+// TestSubscribeSlowReader: a reader that takes its time loses nothing, and
+// a cancelled subscription closes its channel even while it holds a block.
+func TestSubscribeSlowReader(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tc.local.WaitHeight(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	sub, err := tc.http.Subscribe(sctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(2); want < 12; want++ {
+		time.Sleep(150 * time.Millisecond) // slower than the chain
+		if be := <-sub; be.Height != want {
+			t.Fatalf("got block %d, want %d", be.Height, want)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // let the next block wait on the send
+	scancel()
+	for range sub {
+	}
+}
+
+func TestSubscribeRefusals(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tc.local.Subscribe(ctx, -1); err == nil || !strings.Contains(err.Error(), "height -1") {
+		t.Fatalf("from -1: %v", err)
+	}
+	if _, err := tc.local.Subscribe(ctx, 1, SubscribeEvery(0)); err == nil || !strings.Contains(err.Error(), "poll interval") {
+		t.Fatalf("poll 0: %v", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := Dial(fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := down.Subscribe(ctx, 0); err == nil || !strings.Contains(err.Error(), "cannot reach node") {
+		t.Fatalf("no node: %v", err)
+	}
+}
+
+// tcpProxy forwards loopback connections to a node's RPC port and can cut
+// them all, as a dropped network would. It counts websocket connections.
+type tcpProxy struct {
+	l      net.Listener
+	target string
+	ws     atomic.Int32
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{l: l, target: target}
+	t.Cleanup(func() { l.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *tcpProxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		br := bufio.NewReader(c)
+		go func() {
+			if head, err := br.Peek(len("GET /websocket")); err == nil && string(head) == "GET /websocket" {
+				p.ws.Add(1)
+			}
+			_, _ = io.Copy(up, br)
+			up.Close()
+		}()
+		go func() {
+			_, _ = io.Copy(c, up)
+			c.Close()
+		}()
+	}
+}
+
+// cut closes every connection made so far.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestSubscribeSurvivesDroppedConnections cuts the websocket (and the
+// polling connections) under a subscription: blocks keep coming without a
+// gap, and the event subscription is opened again.
+func TestSubscribeSurvivesDroppedConnections(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target := strings.TrimPrefix(tc.conf.RPC.ListenAddress, "tcp://")
+	p := startProxy(t, target)
+	c, err := Dial(p.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := latestHeight(t, tc.local)
+	sub, err := c.Subscribe(ctx, from, SubscribeEvery(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := readBlocks(t, ctx, sub, from, from+5)[5].Height + 1
+	for p.ws.Load() == 0 { // the websocket opens concurrently with delivery
+		next = readBlocks(t, ctx, sub, next, next)[0].Height + 1
+	}
+	p.cut()
+	for p.ws.Load() < 2 {
+		next = readBlocks(t, ctx, sub, next, next)[0].Height + 1
+	}
+	readBlocks(t, ctx, sub, next, next+10)
+}
+
+// TestBlockEventsOf: the block's own events come first, then those of its
+// successful transactions in order; failed transactions add none.
+func TestBlockEventsOf(t *testing.T) {
+	ev := func(typ string) abci.Event { return abci.Event{Type: typ} }
+	res := &ctypes.ResultBlockResults{
+		FinalizeBlockEvents: []abci.Event{ev("begin"), ev("end")},
+		TxResults: []*abci.ExecTxResult{
+			{Code: 0, Events: []abci.Event{ev("tx0a"), ev("tx0b")}},
+			{Code: types.ErrInsufficientFunds.Code, Events: []abci.Event{ev("tx1")}},
+			{Code: 0, Events: []abci.Event{ev("tx2")}},
+		},
+	}
+	now := time.Now()
+	be := blockEventsOf(7, now, res)
+	var got []string
+	for _, e := range be.Events {
+		got = append(got, e.Type)
+	}
+	if be.Height != 7 || !be.Time.Equal(now) || strings.Join(got, " ") != "begin end tx0a tx0b tx2" {
+		t.Fatalf("got height %d, events %v", be.Height, got)
+	}
+}
+
+func TestEventsOf(t *testing.T) {
+	posted := func(id uint64) market.EventJobPosted {
+		return market.EventJobPosted{Job: id, Kind: market.KindInference, Mode: market.ModeAuction, Stages: 1, Redundancy: 2,
+			MaxPrice: types.OGPU(3), Locked: types.OGPU(6), BidEnd: 10, RevealEnd: 12}
+	}
+	evs := []abci.Event{
+		types.EncodeEvent(posted(1)),
+		types.EncodeEvent(market.EventJobCancelled{Job: 9, Refund: types.OGPU(1)}),
+		types.EncodeEvent(posted(2)),
+	}
+	got, err := EventsOf[market.EventJobPosted](evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Job != 1 || got[1].Job != 2 || !got[1].Locked.Eq(types.OGPU(6)) {
+		t.Fatalf("got %+v", got)
+	}
+	cancelled, err := EventsOf[market.EventJobCancelled](evs)
+	if err != nil || len(cancelled) != 1 || cancelled[0].Job != 9 {
+		t.Fatalf("got %+v, %v", cancelled, err)
+	}
+
+	bad := types.EncodeEvent(posted(3))
+	bad.Attributes = bad.Attributes[1:] // no job
+	if _, err := EventsOf[market.EventJobPosted](append(evs, bad)); err == nil || !strings.Contains(err.Error(), `"job" missing`) {
+		t.Fatalf("missing attribute: %v", err)
+	}
+}

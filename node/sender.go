@@ -1,0 +1,173 @@
+package node
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"strings"
+
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Sender sends transactions from one account with nonces it keeps itself,
+// so that a long-running agent can have several transactions in the mempool
+// at once without asking the node for the nonce each time. It is safe for
+// concurrent use: broadcasts are serialized, in nonce order.
+//
+// The next nonce, the chain id and the parameters are read from the node
+// on first use. A refusal for the nonce (another client used the same key)
+// re-reads the account and retries once; a refusal for the fee re-reads the
+// parameters and retries once; any other refusal leaves the nonce unused.
+type Sender struct {
+	c    *Client
+	key  *ecdsa.PrivateKey
+	addr types.Address
+
+	lock    chan struct{} // held while signing and broadcasting; guards below
+	chainID string
+	params  *genesis.Params
+	next    uint64
+	synced  bool // next was read from the account (or advanced from it)
+}
+
+// NewSender returns a sender for key's account through c.
+func NewSender(c *Client, key *ecdsa.PrivateKey) *Sender {
+	s := &Sender{c: c, key: key, lock: make(chan struct{}, 1)}
+	if key != nil {
+		s.addr = crypto.PubkeyToAddress(key.PublicKey)
+	}
+	return s
+}
+
+// Address is the sending account.
+func (s *Sender) Address() types.Address { return s.addr }
+
+// Send signs msgs into one transaction, broadcasts it and waits for its
+// block. A refusal, in the mempool or in the block, is a *TxError.
+func (s *Sender) Send(ctx context.Context, msgs ...types.RawMsg) (*ctypes.ResultTx, error) {
+	hash, err := s.Submit(ctx, msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return s.c.WaitTx(ctx, hash)
+}
+
+// Submit signs msgs into one transaction and broadcasts it without waiting
+// for a block; it returns the transaction hash. A mempool refusal is a
+// *TxError. After a transport error the transaction may or may not have
+// reached the mempool: submitting the same messages again is then safe, as
+// the node recognizes the identical transaction while its mempool cache
+// remembers it.
+func (s *Sender) Submit(ctx context.Context, msgs ...types.RawMsg) ([]byte, error) {
+	if s.key == nil {
+		return nil, errors.New("sender has no key")
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("nothing to send: a transaction needs at least one message")
+	}
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("not submitted: %w", ctx.Err())
+	}
+	defer func() { <-s.lock }()
+
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	hash, err := s.broadcast(ctx, msgs)
+	var te *TxError
+	if !errors.As(err, &te) {
+		return hash, err
+	}
+	switch te.Code {
+	case types.ErrNonceUsed.Code, types.ErrNonceAhead.Code:
+		// The account answers from the last block, so it misses this
+		// sender's transactions still in the mempool: used means the
+		// mempool is past s.next too, ahead means s.next counts
+		// transactions the mempool dropped.
+		acct, qerr := s.c.Account(ctx, s.addr)
+		if qerr != nil {
+			s.synced = false
+			return hash, errors.Join(err, qerr)
+		}
+		if te.Code == types.ErrNonceUsed.Code {
+			s.next = max(acct.Nonce, s.next+1)
+		} else {
+			s.next = acct.Nonce
+		}
+	case types.ErrFeeTooLow.Code:
+		params, perr := s.c.Params(ctx)
+		if perr != nil {
+			return hash, errors.Join(err, perr)
+		}
+		s.params = params
+	default:
+		return hash, err
+	}
+	hash, err = s.broadcast(ctx, msgs)
+	if errors.As(err, &te) && (te.Code == types.ErrNonceUsed.Code || te.Code == types.ErrNonceAhead.Code) {
+		s.synced = false // read the account again next time
+	}
+	return hash, err
+}
+
+// load reads what the sender caches and has not read yet.
+func (s *Sender) load(ctx context.Context) error {
+	if s.chainID == "" {
+		id, err := s.c.ChainID(ctx)
+		if err != nil {
+			return err
+		}
+		s.chainID = id
+	}
+	if s.params == nil {
+		p, err := s.c.Params(ctx)
+		if err != nil {
+			return err
+		}
+		s.params = p
+	}
+	if !s.synced {
+		acct, err := s.c.Account(ctx, s.addr)
+		if err != nil {
+			return err
+		}
+		s.next, s.synced = acct.Nonce, true
+	}
+	return nil
+}
+
+// broadcast signs msgs with the next nonce and broadcasts them; the nonce
+// is used once the mempool has the transaction.
+func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, error) {
+	tx := &types.Tx{Body: types.TxBody{ChainID: s.chainID, From: s.addr, Nonce: s.next, Msgs: msgs}}
+	tx.Body.Fee = RequiredFee(s.params, tx)
+	if err := tx.Sign(s.key); err != nil {
+		return nil, err
+	}
+	bz, err := tx.Encode()
+	if err != nil {
+		return nil, err
+	}
+	hash := types.TxHash(bz)
+	res, err := s.c.RPC.BroadcastTxSync(ctx, bz)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "tx already exists in cache"):
+		// The identical transaction (same nonce, same messages) was
+		// accepted before, by a submission whose answer was lost.
+		s.next++
+		return hash, nil
+	case err != nil:
+		return hash, s.c.broadcastError(ctx, bz, err)
+	case res.Code != 0:
+		return res.Hash, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
+	}
+	s.next++
+	return res.Hash, nil
+}

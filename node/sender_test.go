@@ -1,0 +1,185 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// txNonce decodes the nonce of an included transaction.
+func txNonce(t *testing.T, res *ctypes.ResultTx) uint64 {
+	t.Helper()
+	tx, err := types.DecodeTx(res.Tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx.Body.Nonce
+}
+
+// TestSenderConcurrentSubmits: 20 submissions at once from one key all land,
+// with nonces 0..19.
+func TestSenderConcurrentSubmits(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := NewSender(tc.http, tc.keys[0])
+	const n = 20
+	hashes := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hashes[i], errs[i] = s.Submit(ctx, transfer(i))
+		}()
+	}
+	wg.Wait()
+	seen := make(map[uint64]int)
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("submit %d: %v", i, errs[i])
+		}
+		res, err := tc.http.WaitTx(ctx, hashes[i])
+		if err != nil {
+			t.Fatalf("transfer %d: %v", i, err)
+		}
+		nonce := txNonce(t, res)
+		if j, dup := seen[nonce]; dup {
+			t.Fatalf("transfers %d and %d both have nonce %d", j, i, nonce)
+		}
+		seen[nonce] = i
+	}
+	for nonce := range uint64(n) {
+		if _, ok := seen[nonce]; !ok {
+			t.Fatalf("no transfer with nonce %d: %v", nonce, seen)
+		}
+	}
+	acct, err := tc.http.Account(ctx, s.Address())
+	if err != nil || acct.Nonce != n {
+		t.Fatalf("account nonce %v, %v; want %d", acct, err, n)
+	}
+}
+
+// TestSenderResyncs: another client using the same key, in a block or still
+// in the mempool, and transactions the mempool dropped, cost no Send.
+func TestSenderResyncs(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := NewSender(tc.http, tc.keys[0])
+	send := func(i int, want uint64) {
+		t.Helper()
+		res, err := s.Send(ctx, transfer(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := txNonce(t, res); got != want {
+			t.Fatalf("transfer %d has nonce %d, want %d", i, got, want)
+		}
+	}
+	send(0, 0)
+
+	// Another client used nonce 1, and its transaction is in a block.
+	bz, _, err := tc.local.SignTx(ctx, tc.keys[0], []types.RawMsg{transfer(100)}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.local.BroadcastAndWait(ctx, bz); err != nil {
+		t.Fatal(err)
+	}
+	send(1, 2)
+
+	// Another sender on the same key used nonce 3: it may still be in the
+	// mempool, where the account query does not see it.
+	other := NewSender(tc.local, tc.keys[0])
+	if _, err := other.Submit(ctx, transfer(101)); err != nil {
+		t.Fatal(err)
+	}
+	send(2, 4)
+
+	// The mempool dropped transactions this sender counted: its next nonce
+	// is ahead of the chain.
+	s.next += 3
+	send(3, 5)
+}
+
+// TestSenderRefusal: a transaction the mempool refuses comes back as a
+// *TxError and does not use a nonce.
+func TestSenderRefusal(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := NewSender(tc.local, tc.keys[0])
+	if _, err := s.Send(ctx, transfer(0)); err != nil {
+		t.Fatal(err)
+	}
+	tooMuch := (&escrow.MsgSend{To: recipient(1), Amount: types.OGPU(1_000_000)}).Raw()
+	_, err := s.Send(ctx, tooMuch)
+	var te *TxError
+	if !errors.As(err, &te) || te.Code != types.ErrInsufficientFunds.Code {
+		t.Fatalf("overspend: %v", err)
+	}
+	res, err := s.Send(ctx, transfer(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := txNonce(t, res); got != 1 {
+		t.Fatalf("transfer after a refusal has nonce %d, want 1", got)
+	}
+
+	if _, err := s.Submit(ctx); err == nil || !strings.Contains(err.Error(), "at least one message") {
+		t.Fatalf("no messages: %v", err)
+	}
+	if _, err := NewSender(tc.local, nil).Submit(ctx, transfer(3)); err == nil {
+		t.Fatal("a sender without a key submitted")
+	}
+}
+
+// TestSenderLostAnswer: a submission whose answer was lost reached the
+// mempool; submitting the same messages again returns that transaction
+// instead of sending the transfer twice.
+func TestSenderLostAnswer(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := NewSender(tc.local, tc.keys[0])
+	if err := s.load(ctx); err != nil { // s's next nonce is 0, as before a lost answer
+		t.Fatal(err)
+	}
+	nonce := uint64(0)
+	bz, _, err := tc.local.SignTx(ctx, tc.keys[0], []types.RawMsg{transfer(0)}, BuildOptions{Nonce: &nonce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := tc.local.Broadcast(ctx, bz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := s.Submit(ctx, transfer(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(hash) != string(lost) {
+		t.Fatalf("resubmission is transaction %X, the first was %X", hash, lost)
+	}
+	res, err := s.Send(ctx, transfer(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := txNonce(t, res); got != 1 {
+		t.Fatalf("next transfer has nonce %d, want 1", got)
+	}
+	acct, err := tc.local.Account(ctx, recipient(0))
+	if err != nil || acct.Balance.Uint64() != 1000 {
+		t.Fatalf("recipient of the resubmitted transfer holds %v, %v; want 1000 base units", acct, err)
+	}
+}
