@@ -143,12 +143,31 @@ func blockEventsOf(h int64, t time.Time, res *ctypes.ResultBlockResults) BlockEv
 	return BlockEvents{Height: h, Time: t, Events: evs}
 }
 
-// EventsOf decodes the events of E's type among evs, in order. P is *E; it
-// is inferred: node.EventsOf[market.EventJobPosted](be.Events).
+// EventsOf decodes the events of E's type among evs, in order, skipping
+// any that do not decode (a chain of another version); DecodeEvents
+// reports those instead. P is *E and is inferred:
+// node.EventsOf[market.EventJobPosted](be.Events).
 func EventsOf[E any, P interface {
 	*E
 	types.Event
+}](evs []abci.Event) []E {
+	out, _ := decodeEvents[E, P](evs, false)
+	return out
+}
+
+// DecodeEvents decodes the events of E's type among evs, in order; an event
+// of that type that does not decode is an error.
+func DecodeEvents[E any, P interface {
+	*E
+	types.Event
 }](evs []abci.Event) ([]E, error) {
+	return decodeEvents[E, P](evs, true)
+}
+
+func decodeEvents[E any, P interface {
+	*E
+	types.Event
+}](evs []abci.Event, strict bool) ([]E, error) {
 	typ := P(new(E)).EventType()
 	var out []E
 	for _, ev := range evs {
@@ -157,7 +176,10 @@ func EventsOf[E any, P interface {
 		}
 		var e E
 		if err := types.DecodeEvent(ev, P(&e)); err != nil {
-			return out, err
+			if strict {
+				return out, err
+			}
+			continue
 		}
 		out = append(out, e)
 	}
