@@ -1,0 +1,338 @@
+package p2p
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// ProtocolBlob is the blob transfer protocol.
+//
+// A stream carries any number of request/response pairs, one at a time.
+// Every message is a frame: a 4-byte big-endian length, then that many
+// bytes. A request is 37 bytes: kind (1 = manifest, 2 = piece), the blob
+// hash (32), the piece index (4, big-endian; 0 for a manifest). A response
+// is a status byte, a 2-byte message length, the message (why a request
+// failed), then the payload: the encoded manifest or the piece bytes.
+// The server answers a malformed request with StatusBadRequest and closes
+// the stream.
+const ProtocolBlob protocol.ID = "/ogpu/blob/1"
+
+// Request kinds.
+const (
+	kindManifest = 1
+	kindPiece    = 2
+)
+
+// Response statuses.
+const (
+	statusOK         = 0
+	statusNotFound   = 1
+	statusForbidden  = 2
+	statusBadRequest = 3
+	statusInternal   = 4
+)
+
+// Wire limits and deadlines.
+const (
+	requestLen      = 1 + 32 + 4
+	maxRequestFrame = 64
+	maxMessage      = 1024
+	responseHeader  = 1 + 2
+	// idleTimeout is how long the server waits for the next request.
+	idleTimeout = time.Minute
+	// requestTimeout bounds one request/response exchange, both sides.
+	requestTimeout = 2 * time.Minute
+)
+
+// Errors from remote peers, tested with errors.Is.
+var (
+	// ErrForbidden: the peer's Authorize refused the request.
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotHeld: the peer does not hold the blob.
+	ErrNotHeld = errors.New("peer does not hold the blob")
+	// ErrProtocol: the peer broke the blob protocol or reported a failure.
+	ErrProtocol = errors.New("blob protocol error")
+)
+
+type request struct {
+	kind  byte
+	hash  types.Hash
+	index uint32
+}
+
+func writeFrame(w io.Writer, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(n))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrameLen reads a frame's length and checks it against limit.
+func readFrameLen(r io.Reader, limit int) (int, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if int64(n) > int64(limit) {
+		return 0, fmt.Errorf("%w: frame of %d bytes exceeds the limit %d", ErrProtocol, n, limit)
+	}
+	return int(n), nil
+}
+
+func (q request) encode() []byte {
+	b := make([]byte, requestLen)
+	b[0] = q.kind
+	copy(b[1:33], q.hash[:])
+	binary.BigEndian.PutUint32(b[33:], q.index)
+	return b
+}
+
+// decodeRequest parses a request frame's payload.
+func decodeRequest(b []byte) (request, error) {
+	if len(b) != requestLen {
+		return request{}, fmt.Errorf("%w: request is %d bytes, want %d", ErrProtocol, len(b), requestLen)
+	}
+	q := request{kind: b[0], hash: types.Hash(b[1:33]), index: binary.BigEndian.Uint32(b[33:])}
+	switch q.kind {
+	case kindManifest:
+		if q.index != 0 {
+			return request{}, fmt.Errorf("%w: manifest request with a piece index", ErrProtocol)
+		}
+	case kindPiece:
+	default:
+		return request{}, fmt.Errorf("%w: unknown request kind %d", ErrProtocol, q.kind)
+	}
+	return q, nil
+}
+
+// readRequest reads one request frame. io.EOF means the peer closed the
+// stream between requests.
+func readRequest(r io.Reader) (request, error) {
+	n, err := readFrameLen(r, maxRequestFrame)
+	if err != nil {
+		return request{}, err
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return request{}, noEOF(err)
+	}
+	return decodeRequest(b)
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func writeResponse(w io.Writer, status byte, msg string, payload []byte) error {
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	hdr := make([]byte, responseHeader+len(msg))
+	hdr[0] = status
+	binary.BigEndian.PutUint16(hdr[1:3], uint16(len(msg)))
+	copy(hdr[3:], msg)
+	return writeFrame(w, hdr, payload)
+}
+
+// readResponse reads one response frame whose payload may be up to
+// maxPayload bytes. A non-OK status is returned as an error wrapping
+// ErrNotHeld, ErrForbidden or ErrProtocol.
+func readResponse(r io.Reader, maxPayload int) ([]byte, error) {
+	n, err := readFrameLen(r, responseHeader+maxMessage+maxPayload)
+	if err != nil {
+		return nil, noEOF(err)
+	}
+	if n < responseHeader {
+		return nil, fmt.Errorf("%w: response of %d bytes is shorter than its header", ErrProtocol, n)
+	}
+	var hdr [responseHeader]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, noEOF(err)
+	}
+	ml := int(binary.BigEndian.Uint16(hdr[1:3]))
+	if ml > maxMessage || ml > n-responseHeader {
+		return nil, fmt.Errorf("%w: response message of %d bytes does not fit", ErrProtocol, ml)
+	}
+	body := make([]byte, n-responseHeader)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, noEOF(err)
+	}
+	msg, payload := string(body[:ml]), body[ml:]
+	switch hdr[0] {
+	case statusOK:
+		return payload, nil
+	case statusNotFound:
+		return nil, fmt.Errorf("%w: %s", ErrNotHeld, printable(msg))
+	case statusForbidden:
+		return nil, fmt.Errorf("%w: %s", ErrForbidden, printable(msg))
+	case statusBadRequest, statusInternal:
+		return nil, fmt.Errorf("%w: peer says: %s", ErrProtocol, printable(msg))
+	default:
+		return nil, fmt.Errorf("%w: unknown status %d", ErrProtocol, hdr[0])
+	}
+}
+
+// printable quotes a peer's message if it holds anything but plain text.
+func printable(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}
+
+// handleBlob serves blob requests on one stream until the peer closes it,
+// sends something malformed, or goes idle.
+func (h *Host) handleBlob(s network.Stream) {
+	defer s.Close()
+	remote := s.Conn().RemotePeer()
+	log := h.log.With("peer", remote.String(), "protocol", ProtocolBlob)
+	for {
+		s.SetReadDeadline(time.Now().Add(idleTimeout))
+		q, err := readRequest(s)
+		if err != nil {
+			if errors.Is(err, ErrProtocol) {
+				log.Debug("bad blob request, closing stream", "err", err)
+				s.SetWriteDeadline(time.Now().Add(requestTimeout))
+				writeResponse(s, statusBadRequest, err.Error(), nil)
+			}
+			return
+		}
+		status, msg, payload := h.serve(remote, q)
+		s.SetWriteDeadline(time.Now().Add(requestTimeout))
+		if err := writeResponse(s, status, msg, payload); err != nil {
+			log.Debug("cannot send blob response", "err", err)
+			s.Reset()
+			return
+		}
+		if status == statusOK && q.kind == kindPiece {
+			h.piecesServed.Add(1)
+		}
+	}
+}
+
+// serve answers one request.
+func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payload []byte) {
+	if h.store == nil {
+		return statusNotFound, "this peer keeps no blobs", nil
+	}
+	if h.authorize != nil {
+		ctx, cancel := context.WithTimeout(h.ctx, requestTimeout)
+		err := h.authorize(ctx, remote, q.hash)
+		cancel()
+		if err != nil {
+			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil
+		}
+	}
+	m, err := h.store.Manifest(q.hash)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		return statusNotFound, fmt.Sprintf("blob %x not held", q.hash), nil
+	} else if err != nil {
+		h.log.Warn("cannot serve blob", "hash", q.hash, "err", err)
+		return statusInternal, fmt.Sprintf("blob %x unavailable", q.hash), nil
+	}
+	if q.kind == kindManifest {
+		return statusOK, "", m.Encode()
+	}
+	if int64(q.index) >= int64(m.NumPieces()) {
+		return statusBadRequest, fmt.Sprintf("blob %x has %d pieces, no piece %d", q.hash, m.NumPieces(), q.index), nil
+	}
+	b, err := h.store.ReadPiece(q.hash, int(q.index))
+	if err != nil {
+		h.log.Warn("cannot serve piece", "hash", q.hash, "piece", q.index, "err", err)
+		return statusInternal, fmt.Sprintf("piece %d of blob %x unavailable", q.index, q.hash), nil
+	}
+	return statusOK, "", b
+}
+
+// blobClient is one stream to a peer, used for one request at a time.
+type blobClient struct {
+	peer peer.ID
+	s    network.Stream
+}
+
+func (h *Host) dialBlob(ctx context.Context, p peer.ID) (*blobClient, error) {
+	s, err := h.h.NewStream(ctx, p, ProtocolBlob)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open blob stream to %s: %w", p, err)
+	}
+	return &blobClient{peer: p, s: s}, nil
+}
+
+// do sends one request and reads the response, bounded by ctx and
+// requestTimeout. After an error other than a refusal the stream is
+// unusable: close it.
+func (c *blobClient) do(ctx context.Context, q request, maxPayload int) ([]byte, error) {
+	deadline := time.Now().Add(requestTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.s.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.s.Reset() })
+	defer stop()
+	if err := writeFrame(c.s, q.encode()); err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	b, err := readResponse(c.s, maxPayload)
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	return b, nil
+}
+
+func (c *blobClient) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("peer %s: %w", c.peer, err)
+}
+
+func (c *blobClient) close() { c.s.Close() }
+
+// fetchManifest asks p for the manifest of hash and validates it.
+func (h *Host) fetchManifest(ctx context.Context, p peer.ID, hash types.Hash) (*blobstore.Manifest, error) {
+	c, err := h.dialBlob(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	b, err := c.do(ctx, request{kind: kindManifest, hash: hash}, blobstore.MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := blobstore.DecodeManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("peer %s: %w: bad manifest: %v", p, ErrProtocol, err)
+	}
+	if m.Hash != hash {
+		return nil, fmt.Errorf("peer %s: %w: sent the manifest of %x for %x", p, ErrProtocol, m.Hash, hash)
+	}
+	return m, nil
+}
