@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/rpc/client/local"
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// testNet is a real in-process chain with real libp2p hosts on loopback
+// and real llama.cpp agents on the shared model.
+type testNet struct {
+	t         *testing.T
+	ctx       context.Context
+	c         *node.Client
+	home      string
+	boot      []string
+	model     types.Hash
+	modelPath string
+	lo        llm.Options
+	keys      map[string]*ecdsa.PrivateKey
+	agents    sync.WaitGroup
+}
+
+func newTestNet(t *testing.T) *testNet {
+	path, err := FindModel()
+	if err != nil {
+		t.Fatalf("agent tests need the shared model: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	n := &testNet{t: t, ctx: ctx, home: t.TempDir(), modelPath: path, keys: map[string]*ecdsa.PrivateKey{},
+		lo: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}}
+	doc := genesis.Default()
+	for _, name := range []string{"client", "prov1", "prov2", "prov3"} {
+		k, _ := ethcrypto.GenerateKey()
+		n.keys[name] = k
+		if err := doc.AddAccount(ethcrypto.PubkeyToAddress(k.PublicKey), types.OGPU(1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf, err := node.LocalConfig(n.home, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.InitHome(node.InitOptions{Home: n.home, ChainID: "agent-test", Moniker: "v", Genesis: doc, Config: conf}); err != nil {
+		t.Fatal(err)
+	}
+	cn, err := node.StartChainNode(ctx, conf, log.NewNopLogger(), chain.WithInvariants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cn.Close() })
+	// Agents stop before the node closes (cleanups run last-in first-out).
+	t.Cleanup(func() { cancel(); n.agents.Wait() })
+	n.c = &node.Client{RPC: local.New(cn.Node)}
+	if err := n.c.WaitHeight(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	op, err := node.LoadOperatorKey(n.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vh, vs := n.host("validator", op)
+	n.boot = vh.Addrs()
+	v := NewValidator(n.c, op, vh, vs, n.lo)
+	t.Cleanup(v.Close)
+	n.agents.Add(1)
+	go func() { defer n.agents.Done(); _ = v.Run(ctx) }()
+	return n
+}
+
+func (n *testNet) host(name string, key *ecdsa.PrivateKey) (*p2p.Host, *blobstore.Store) {
+	n.t.Helper()
+	store, err := blobstore.Open(filepath.Join(n.home, name, "blobs"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	access := NewAccess(n.c)
+	h, err := p2p.New(n.ctx, p2p.Config{Key: key, Listen: p2p.LoopbackListen(), Bootstrap: n.boot, Store: store, Authorize: access.Authorize})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() { _ = h.Close() })
+	return h, store
+}
+
+type testProvider struct {
+	agent  *Provider
+	host   *p2p.Host
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// provider starts a provider agent serving the model, priced at
+// perTokenMilli thousandths of an oGPU per token, and waits until it is
+// registered and bonded.
+func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testProvider {
+	n.t.Helper()
+	nodeKey, _ := ethcrypto.GenerateKey()
+	h, store := n.host(name, nodeKey)
+	hash, err := store.PutFile(n.modelPath)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.model = hash
+	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
+	p, err := NewProvider(ProviderConfig{
+		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Models: []types.Hash{hash}, LLM: n.lo,
+		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)}, Attributes: []string{"ram/16Gi"},
+		Bond: types.OGPU(200), StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
+		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(p.Close)
+	info, err := p.Prepare(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := p.Register(n.ctx, info); err != nil {
+		n.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(n.ctx)
+	tp := &testProvider{agent: p, host: h, cancel: cancel, done: make(chan error, 1)}
+	n.agents.Add(1)
+	go func() { defer n.agents.Done(); tp.done <- p.Serve(ctx) }()
+	return tp
+}
+
+// kill stops the agent and its host: the provider is gone.
+func (tp *testProvider) kill() {
+	tp.cancel()
+	<-tp.done
+	_ = tp.host.Close()
+}
+
+func (n *testNet) client() *Client {
+	k := n.keys["client"]
+	h, store := n.host("client", k)
+	return NewClient(n.c, k, h, store, NewAccess(n.c))
+}
+
+type testWriter struct {
+	t    *testing.T
+	name string
+}
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("[%s] %s", w.name, strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func (n *testNet) job(maxTokens uint64) LLMJob {
+	st, err := os.Stat(n.modelPath)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return LLMJob{
+		Model: n.model, ModelSize: uint64(st.Size()), Prompt: "Once upon a time", MaxTokens: maxTokens,
+		Redundancy: 2, MaxPrice: types.OGPU(5), Req: market.Requirements{MinStake: types.OGPU(100)},
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 30, Verify: 15},
+	}
+}
+
+func (n *testNet) supplyIsCap() {
+	n.t.Helper()
+	s, err := n.c.Supply(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	total := new(uint256.Int)
+	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
+		total.Add(total, x)
+	}
+	if !total.Eq(types.MaxSupply) {
+		n.t.Fatalf("supply %s != cap %s", total, types.MaxSupply)
+	}
+}
+
+// TestProviderKilledAfterBidding: a provider that bids, reveals and then
+// dies is awarded a slot it never works on. At the commit deadline the
+// chain marks it a no-show, slashes it, and gives its slot to the backup
+// bidder, whose agent runs the job; the client still gets the agreed
+// answer, pays two replicas, and no oGPU is lost.
+func TestProviderKilledAfterBidding(t *testing.T) {
+	n := newTestNet(t)
+	n.provider("prov1", 40, false)
+	doomed := n.provider("prov2", 50, false)
+	n.provider("prov3", 60, false)
+	cl := n.client()
+
+	// Kill prov2 once its bid is revealed: it is still awarded.
+	prov2 := ethcrypto.PubkeyToAddress(n.keys["prov2"].PublicKey)
+	killed := make(chan struct{})
+	go func() {
+		blocks, err := n.c.Subscribe(n.ctx, 1)
+		if err != nil {
+			return
+		}
+		for b := range blocks {
+			for _, e := range node.EventsOf[market.EventBidRevealed](b.Events) {
+				if e.Provider == prov2 {
+					doomed.kill()
+					close(killed)
+					return
+				}
+			}
+		}
+	}()
+	var lines []string
+	res, err := cl.RunLLM(n.ctx, n.job(24), func(f string, a ...any) { lines = append(lines, f) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-killed
+	if res.Outcome != "agreed" || !strings.Contains(res.Text, "Lily") {
+		t.Fatalf("outcome %s text %q: want the agreed greedy answer", res.Outcome, res.Text)
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noShow, prov3 bool
+	for _, s := range j.Tasks[0].Slots {
+		noShow = noShow || (s.Provider == prov2 && s.NoShow)
+		prov3 = prov3 || (s.Provider == ethcrypto.PubkeyToAddress(n.keys["prov3"].PublicKey) && s.Revealed)
+	}
+	if !noShow || !prov3 {
+		t.Fatalf("slots %+v: want prov2 a no-show and prov3 (the backup) revealed", j.Tasks[0].Slots)
+	}
+	st, err := n.c.Stake(n.ctx, prov2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Bonded.Lt(types.OGPU(200)) {
+		t.Errorf("prov2 still has %s bonded: a no-show is slashed", st.Bonded)
+	}
+	paid := new(uint256.Int).Mul(j.Prices[0], uint256.NewInt(2))
+	if !res.Paid.Eq(paid) {
+		t.Errorf("paid %s, want 2 × %s", res.Paid, j.Prices[0])
+	}
+	n.supplyIsCap()
+}

@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Client posts jobs from one account and reads their results. Its libp2p
+// identity is the account key, so providers recognise it as the job's
+// client without anything else on chain.
+type Client struct {
+	Chain  *node.Client
+	Key    *ecdsa.PrivateKey
+	Host   *p2p.Host
+	Store  *blobstore.Store
+	Access *Access
+	Logger *slog.Logger
+
+	sender *node.Sender
+}
+
+// NewClient wires a client. host must use key as its identity and access
+// as its Authorize hook.
+func NewClient(c *node.Client, key *ecdsa.PrivateKey, host *p2p.Host, store *blobstore.Store, access *Access) *Client {
+	return &Client{Chain: c, Key: key, Host: host, Store: store, Access: access, Logger: slog.Default(), sender: node.NewSender(c, key)}
+}
+
+// Address is the client's account.
+func (c *Client) Address() types.Address { return ethcrypto.PubkeyToAddress(c.Key.PublicKey) }
+
+// LLMJob is an inference job to post.
+type LLMJob struct {
+	Model      types.Hash
+	ModelSize  uint64
+	Prompt     string
+	MaxTokens  uint64
+	Redundancy uint16
+	MaxPrice   *uint256.Int
+	Req        market.Requirements
+	Windows    market.Windows
+}
+
+// LLMResult is how an inference job ended.
+type LLMResult struct {
+	Job uint64
+	// Text is the verified output (empty if the job settled without one).
+	Text string
+	// Result is the settled result hash; Outcome how it settled (agreed,
+	// verdict, unresolved, no_results) or "expired".
+	Result  types.Hash
+	Outcome string
+	// StreamedFrom is the provider whose tokens were streamed; Overruled
+	// is set if its result lost a dispute.
+	StreamedFrom types.Address
+	Overruled    bool
+	Paid         *uint256.Int
+	Refunded     *uint256.Int
+	Compensated  *uint256.Int
+	ValidatorFee *uint256.Int
+	Posted       int64
+	Completed    int64
+	Elapsed      time.Duration
+}
+
+// Progress reports a job's steps as lines of text.
+type Progress func(format string, args ...any)
+
+// RunLLM posts j, serves its prompt to the providers that win it, streams
+// the text of the first one to onText as it is generated, waits for the
+// chain to settle and returns the verified output.
+func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText func(string)) (*LLMResult, error) {
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	start := time.Now()
+	in := &LLMInput{Version: 1, Prompt: j.Prompt}
+	if _, err := DecodeLLMInput(in.Encode()); err != nil {
+		return nil, err
+	}
+	inHash, err := c.Store.Put(in.Encode())
+	if err != nil {
+		return nil, err
+	}
+	if j.Req.MinStake == nil {
+		j.Req.MinStake = new(uint256.Int)
+	}
+	if j.Req.Runtime == "" {
+		j.Req.Runtime = Runtime
+	}
+	msg := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: j.Model, ModelSize: j.ModelSize,
+		Stages: 1, Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
+		Windows: j.Windows, MaxTokens: j.MaxTokens,
+	}
+	// Restrict before posting: the id is not known yet, so nobody may
+	// fetch the prompt until it is.
+	c.Access.Restrict(inHash, 0)
+	res, err := c.sender.Send(ctx, msg.Raw())
+	if err != nil {
+		return nil, fmt.Errorf("post job: %w", err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		return nil, err
+	}
+	id := posted.Job
+	c.Access.Restrict(inHash, id)
+	progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, res.Height,
+		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
+	out, err := c.follow(ctx, id, res.Height, inHash, progress, onText)
+	if out != nil {
+		out.Posted = res.Height
+		out.Elapsed = time.Since(start)
+	}
+	return out, err
+}
+
+// follow watches job id from height from until it completes or expires.
+func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.Hash, progress Progress, onText func(string)) (*LLMResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	blocks, err := c.Chain.Subscribe(ctx, from)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var streams sync.WaitGroup
+	defer func() {
+		cancel()
+		for range blocks { // until the subscription has stopped
+		}
+		streams.Wait()
+	}()
+	out := &LLMResult{Job: id}
+	streamed := make(chan types.Hash, 1)
+	for b := range blocks {
+		for _, ev := range b.Events {
+			switch ev.Type {
+			case market.EventBidCommitted{}.EventType():
+				var e market.EventBidCommitted
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("sealed bid from %s", e.Provider.Hex())
+				}
+			case market.EventJobAwarded{}.EventType():
+				var e market.EventJobAwarded
+				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
+					continue
+				}
+				progress("awarded at height %d: %s at %s each (uniform price); results due by %d",
+					b.Height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), e.CommitDeadline)
+				c.serveInput(ctx, e.Providers, progress)
+				streams.Add(1)
+				go func() { // a DHT announcement can take seconds
+					defer streams.Done()
+					if err := c.Host.Provide(ctx, input); err != nil {
+						c.Logger.Debug("cannot announce the prompt in the DHT", "err", err)
+					}
+				}()
+				if first, err := types.ParseAddress(e.Providers[0]); err == nil {
+					out.StreamedFrom = first
+					streams.Add(1)
+					go func() {
+						defer streams.Done()
+						c.stream(ctx, first, id, onText, streamed, progress)
+					}()
+				}
+			case market.EventSlotReassigned{}.EventType():
+				var e market.EventSlotReassigned
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("%s did not show up: its slot goes to %s", e.From.Hex(), e.To.Hex())
+					c.serveInput(ctx, []string{e.To.Hex()}, progress)
+				}
+			case market.EventResultCommitted{}.EventType():
+				var e market.EventResultCommitted
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("%s committed its result hash", e.Provider.Hex())
+				}
+			case market.EventResultRevealed{}.EventType():
+				var e market.EventResultRevealed
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("%s revealed result %x", e.Provider.Hex(), e.Result[:8])
+				}
+			case market.EventNoShow{}.EventType():
+				var e market.EventNoShow
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("%s missed its %s deadline (no-show)", e.Provider.Hex(), e.Missed)
+				}
+			case market.EventDisputeOpened{}.EventType():
+				var e market.EventDisputeOpened
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("the results differ: dispute opened, validators re-check until height %d", e.Deadline)
+				}
+			case market.EventDisputeVoted{}.EventType():
+				var e market.EventDisputeVoted
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("validator %s checked the work and voted for %x (power %d)", e.Validator.Hex(), e.Result[:8], e.Power)
+				}
+			case market.EventSlashed{}.EventType():
+				var e market.EventSlashed
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					progress("%s slashed %s (%s): %s to the client as compensation, %s burned", e.Account.Hex(),
+						types.FormatAmount(e.Amount), e.Reason, types.FormatAmount(e.Compensation), types.FormatAmount(e.Burned))
+				}
+			case market.EventTaskSettled{}.EventType():
+				var e market.EventTaskSettled
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					out.Outcome, out.Result = e.Outcome, e.Result
+					progress("settled (%s) at height %d: %s paid to providers, %s refunded", e.Outcome, b.Height,
+						types.FormatAmount(e.Paid), types.FormatAmount(e.Refund))
+				}
+			case market.EventJobExpired{}.EventType():
+				var e market.EventJobExpired
+				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+					out.Outcome, out.Refunded, out.Completed = "expired", e.Refund, b.Height
+					return out, fmt.Errorf("job %d expired: %s; %s refunded (ogpu query why-no-bids %d explains)", id, e.Reason, types.FormatAmount(e.Refund), id)
+				}
+			case market.EventJobCompleted{}.EventType():
+				var e market.EventJobCompleted
+				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
+					continue
+				}
+				out.Paid, out.Refunded, out.Compensated, out.ValidatorFee, out.Completed = e.Paid, e.Refunded, e.Compensated, e.ValidatorFee, b.Height
+				if out.Outcome != "agreed" && out.Outcome != "verdict" {
+					return out, fmt.Errorf("job %d ended without a verified result (%s): %s refunded", id, out.Outcome, types.FormatAmount(e.Refunded))
+				}
+				{
+					text, err := c.FetchText(ctx, id)
+					if err != nil {
+						return out, err
+					}
+					out.Text = text
+					select {
+					case h := <-streamed:
+						out.Overruled = h != out.Result
+					default:
+					}
+				}
+				return out, nil
+			}
+		}
+	}
+	return out, ctx.Err()
+}
+
+// serveInput makes the prompt reachable for the awarded providers: it
+// dials them at their on-chain addresses.
+func (c *Client) serveInput(ctx context.Context, providers []string, progress Progress) {
+	for _, s := range providers {
+		addr, err := types.ParseAddress(s)
+		if err != nil {
+			continue
+		}
+		if _, err := connectProvider(ctx, c.Host, c.Chain, addr); err != nil {
+			progress("warning: %v (it may still fetch the prompt through the DHT)", err)
+		}
+	}
+}
+
+func (c *Client) stream(ctx context.Context, provider types.Address, id uint64, onText func(string), done chan<- types.Hash, progress Progress) {
+	pid, err := connectProvider(ctx, c.Host, c.Chain, provider)
+	if err != nil {
+		progress("warning: no token stream: %v", err)
+		return
+	}
+	h, err := StreamTokens(ctx, c.Host, pid, id, onText)
+	if err != nil {
+		if ctx.Err() == nil {
+			progress("warning: token stream: %v", err)
+		}
+		return
+	}
+	done <- h
+}
+
+// FetchText fetches the settled output of inference job id from a
+// provider that revealed it and checks it against the hash on chain.
+func (c *Client) FetchText(ctx context.Context, id uint64) (string, error) {
+	j, err := c.Chain.Job(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if j.Kind != market.KindInference {
+		return "", fmt.Errorf("job %d is a %s job, not inference", id, j.Kind)
+	}
+	if len(j.Tasks) == 0 || j.Tasks[0].Verdict == (types.Hash{}) {
+		return "", fmt.Errorf("job %d has no settled result yet (%s)", id, j.Phase)
+	}
+	want := j.Tasks[0].Verdict
+	var peers []peer.ID
+	for _, s := range j.Tasks[0].Slots {
+		if s.Result == nil || *s.Result != want {
+			continue
+		}
+		if pid, err := connectProvider(ctx, c.Host, c.Chain, s.Provider); err == nil {
+			peers = append(peers, pid)
+		}
+	}
+	if !c.Store.Has(want) {
+		if len(peers) == 0 {
+			return "", fmt.Errorf("job %d: no provider that revealed result %x is reachable", id, want)
+		}
+		if _, err := c.Host.Fetch(ctx, want, p2p.FetchOptions{Peers: peers}); err != nil {
+			return "", fmt.Errorf("fetch the output of job %d: %w", id, err)
+		}
+	}
+	bz, err := c.Store.Get(want)
+	if err != nil {
+		return "", err
+	}
+	o, err := DecodeLLMOutput(bz)
+	if err != nil {
+		return "", err
+	}
+	if o.Job != id {
+		return "", fmt.Errorf("output %x is for job %d, not %d", want, o.Job, id)
+	}
+	return o.Text, nil
+}

@@ -1,0 +1,691 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// ProviderConfig configures a provider agent.
+type ProviderConfig struct {
+	Chain *node.Client
+	// Key is the provider's account: it bids, commits and is paid.
+	Key   *ecdsa.PrivateKey
+	Host  *p2p.Host
+	Store *blobstore.Store
+	// Models are the GGUF models in Store this provider runs and serves.
+	Models []types.Hash
+	// Want are models to fetch from peers at start, then run and serve.
+	Want []types.Hash
+	LLM  llm.Options
+	// Strategy prices jobs; nil means the built-in per-token default.
+	Strategy pricing.Strategy
+	// Attributes are published on chain (hardware, measured speed).
+	Attributes []string
+	// Bond, if set, is the stake the provider keeps bonded: at start it
+	// bonds the difference if it has less.
+	Bond *uint256.Int
+	// StateDir keeps bid and result secrets so a restart can still reveal.
+	StateDir string
+	Logger   *slog.Logger
+	// Lie makes the provider change one token of every output before it
+	// commits: a devnet-only switch that shows the dispute path.
+	Lie bool
+}
+
+// DefaultStrategy is the built-in price: 0.1 oGPU per job plus 0.05 oGPU
+// per token of the job's budget.
+func DefaultStrategy() pricing.Strategy {
+	milli := func(n uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(n), uint256.NewInt(1000)) }
+	return pricing.PerToken{Base: milli(100), PerToken: milli(50)}
+}
+
+// Provider is a running provider agent.
+type Provider struct {
+	cfg    ProviderConfig
+	log    *slog.Logger
+	addr   types.Address
+	sender *node.Sender
+	access *Access
+	feeds  feeds
+	// work tracks the goroutines Serve starts; Serve waits for them.
+	work sync.WaitGroup
+
+	mu      sync.Mutex
+	models  map[types.Hash]*llm.Model
+	class   string
+	bids    map[taskKey]*bidSecret
+	results map[taskKey]*resultSecret
+	running map[taskKey]bool
+}
+
+type taskKey struct {
+	Job   uint64
+	Stage uint16
+}
+
+type bidSecret struct {
+	Price    *uint256.Int
+	Salt     types.Hash
+	Revealed bool
+}
+
+type resultSecret struct {
+	Result         types.Hash
+	Salt           types.Hash
+	CommitDeadline uint64
+	Revealed       bool
+	// Failures counts refused reveals; the agent gives up after a few.
+	Failures int
+}
+
+// NewProvider checks the configuration, loads the first model (its
+// determinism class is the provider's) and installs the stream handler.
+func NewProvider(cfg ProviderConfig) (*Provider, error) {
+	if cfg.Chain == nil || cfg.Key == nil || cfg.Host == nil || cfg.Store == nil {
+		return nil, errors.New("provider: chain, key, host and store are required")
+	}
+	if cfg.Strategy == nil {
+		cfg.Strategy = DefaultStrategy()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Provider{
+		cfg: cfg, log: cfg.Logger, addr: ethcrypto.PubkeyToAddress(cfg.Key.PublicKey),
+		sender: node.NewSender(cfg.Chain, cfg.Key), access: NewAccess(cfg.Chain),
+		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
+		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool),
+	}
+	if cfg.StateDir != "" {
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return nil, err
+		}
+		p.loadSecrets()
+	}
+	serveStreams(cfg.Host, &p.feeds, p.access, 10*time.Minute)
+	return p, nil
+}
+
+// Address is the provider's account.
+func (p *Provider) Address() types.Address { return p.addr }
+
+// Access is the provider's blob access control (for p2p.Config.Authorize).
+func (p *Provider) Access() *Access { return p.access }
+
+// Close frees the loaded models.
+func (p *Provider) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h, m := range p.models {
+		m.Close()
+		delete(p.models, h)
+	}
+}
+
+// SetAttributes replaces the attributes Prepare publishes (e.g. with a
+// measured speed added).
+func (p *Provider) SetAttributes(attrs []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cfg.Attributes = attrs
+}
+
+// Model returns the loaded model h, loading it from the store.
+func (p *Provider) Model(h types.Hash) (*llm.Model, error) { return p.model(h) }
+
+// model returns the loaded model h, loading it from the store.
+func (p *Provider) model(h types.Hash) (*llm.Model, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m, ok := p.models[h]; ok {
+		return m, nil
+	}
+	path, err := p.cfg.Store.Path(h)
+	if err != nil {
+		return nil, fmt.Errorf("model %x: %w", h, err)
+	}
+	m, err := llm.Load(path, p.cfg.LLM)
+	if err != nil {
+		return nil, err
+	}
+	p.models[h] = m
+	if p.class == "" {
+		p.class = m.Class(llm.Sampler{})
+	}
+	return m, nil
+}
+
+// Prepare fetches the wanted models, loads every model once (the first
+// sets the determinism class) and returns the record the chain should
+// hold for this provider.
+func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
+	for _, h := range p.cfg.Want {
+		if p.cfg.Store.Has(h) {
+			if !slices.Contains(p.cfg.Models, h) {
+				p.cfg.Models = append(p.cfg.Models, h)
+			}
+			continue
+		}
+		p.log.Info("fetching model from peers", "model", fmt.Sprintf("%x", h[:8]))
+		if _, err := p.cfg.Host.Fetch(ctx, h, p2p.FetchOptions{}); err != nil {
+			return nil, fmt.Errorf("fetch model %x: %w", h, err)
+		}
+		p.cfg.Models = append(p.cfg.Models, h)
+	}
+	if len(p.cfg.Models) == 0 {
+		return nil, errors.New("provider: no model to serve (import a GGUF file with --model)")
+	}
+	for _, h := range p.cfg.Models {
+		if _, err := p.model(h); err != nil {
+			return nil, err
+		}
+		if err := p.cfg.Host.Provide(ctx, h); err != nil {
+			p.log.Warn("cannot announce model in the DHT", "model", fmt.Sprintf("%x", h[:8]), "err", err)
+		}
+	}
+	info := &market.ProviderInfo{
+		PeerID:     p.cfg.Host.ID().String(),
+		Addrs:      p.cfg.Host.Addrs(),
+		Attributes: p.cfg.Attributes,
+		Runtimes:   []string{Runtime},
+		Models:     p.cfg.Models,
+		Class:      p.class,
+	}
+	if len(info.Addrs) > market.MaxAddrs {
+		info.Addrs = info.Addrs[:market.MaxAddrs]
+	}
+	return info, info.Validate()
+}
+
+// Register registers the provider on chain, or updates its record if it
+// changed (a new peer id or address after a restart, new models), and
+// tops up its bond to cfg.Bond, all in one transaction.
+func (p *Provider) Register(ctx context.Context, info *market.ProviderInfo) error {
+	var msgs []types.RawMsg
+	pv, err := p.cfg.Chain.Provider(ctx, p.addr)
+	var qe *node.QueryError
+	switch {
+	case errors.As(err, &qe):
+		msgs = append(msgs, (&market.MsgRegisterProvider{Info: *info}).Raw())
+	case err != nil:
+		return err
+	case pv.PeerID != info.PeerID || !slices.Equal(pv.Addrs, info.Addrs) || !slices.Equal(pv.Attributes, info.Attributes) ||
+		!slices.Equal(pv.Models, info.Models) || pv.Class != info.Class || !slices.Equal(pv.Runtimes, info.Runtimes):
+		msgs = append(msgs, (&market.MsgUpdateProvider{Info: *info}).Raw())
+	}
+	if p.cfg.Bond != nil {
+		st, err := p.cfg.Chain.Stake(ctx, p.addr)
+		if err != nil {
+			return err
+		}
+		if st.Bonded.Lt(p.cfg.Bond) {
+			msgs = append(msgs, (&escrow.MsgBond{Amount: new(uint256.Int).Sub(p.cfg.Bond, st.Bonded)}).Raw())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if _, err := p.sender.Send(ctx, msgs...); err != nil {
+		return err
+	}
+	p.log.Info("provider record and bond on chain", "address", p.addr.Hex(), "peer", info.PeerID)
+	return nil
+}
+
+// Run prepares and registers the provider, then serves until ctx ends.
+func (p *Provider) Run(ctx context.Context) error {
+	info, err := p.Prepare(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Register(ctx, info); err != nil {
+		return fmt.Errorf("register provider: %w", err)
+	}
+	return p.Serve(ctx)
+}
+
+// Serve follows the chain until ctx ends: it bids on jobs it can run,
+// reveals its bids, runs the tasks it wins, commits and reveals their
+// results, and serves the outputs.
+func (p *Provider) Serve(ctx context.Context) error {
+	st, err := p.cfg.Chain.Stake(ctx, p.addr)
+	if err == nil && st.Bonded.IsZero() {
+		p.log.Warn("no stake bonded: the chain refuses bids until you bond (ogpu tx provider bond AMOUNT)")
+	}
+	status, err := p.cfg.Chain.RPC.Status(ctx)
+	if err != nil {
+		return p.cfg.Chain.Unreachable(err)
+	}
+	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
+	if err != nil {
+		return err
+	}
+	p.log.Info("provider running", "address", p.addr.Hex(), "peer", p.cfg.Host.ID(), "class", p.class)
+	for b := range blocks {
+		p.onBlock(ctx, b)
+	}
+	p.work.Wait()
+	return ctx.Err()
+}
+
+// spawn runs f in a goroutine that Serve waits for.
+func (p *Provider) spawn(f func()) {
+	p.work.Add(1)
+	go func() {
+		defer p.work.Done()
+		f()
+	}()
+}
+
+func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
+	for _, ev := range b.Events {
+		p.onEvent(ctx, b.Height, ev)
+	}
+	// Reveal results whose commit window has closed.
+	p.mu.Lock()
+	var due []taskKey
+	for k, r := range p.results {
+		if !r.Revealed && r.Result != (types.Hash{}) && uint64(b.Height) > r.CommitDeadline {
+			due = append(due, k)
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range due {
+		p.revealResult(ctx, k)
+	}
+}
+
+func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
+	switch ev.Type {
+	case market.EventJobPosted{}.EventType():
+		var e market.EventJobPosted
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.considerJob(ctx, e.Job, height) })
+		}
+	case market.EventJobRevealing{}.EventType():
+		var e market.EventJobRevealing
+		if types.DecodeEvent(ev, &e) == nil {
+			p.revealBids(ctx, e.Job)
+		}
+	case market.EventJobAwarded{}.EventType():
+		var e market.EventJobAwarded
+		if types.DecodeEvent(ev, &e) == nil && slices.Contains(e.Providers, p.addr.Hex()) {
+			p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
+		}
+	case market.EventSlotReassigned{}.EventType():
+		var e market.EventSlotReassigned
+		if types.DecodeEvent(ev, &e) != nil {
+			return
+		}
+		if e.To == p.addr {
+			p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
+		}
+		// Reveals now open at the replacement's commit deadline.
+		p.mu.Lock()
+		if r, ok := p.results[taskKey{e.Job, e.Stage}]; ok {
+			r.CommitDeadline = max(r.CommitDeadline, e.CommitDeadline)
+		}
+		p.mu.Unlock()
+	case market.EventResultCommitted{}.EventType():
+		var e market.EventResultCommitted
+		if types.DecodeEvent(ev, &e) == nil && e.RevealsOpen {
+			k := taskKey{e.Job, e.Stage}
+			p.mu.Lock()
+			_, ours := p.results[k]
+			p.mu.Unlock()
+			if ours {
+				p.spawn(func() { p.revealResult(ctx, k) })
+			}
+		}
+	}
+}
+
+// considerJob bids on job if this provider can run it at a price within
+// the cap; every reason not to bid is logged.
+func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
+	j, err := p.cfg.Chain.Job(ctx, id)
+	if err != nil {
+		p.log.Warn("cannot read posted job", "job", id, "err", err)
+		return
+	}
+	if why := p.cannotRun(j); why != "" {
+		p.log.Info("not bidding", "job", id, "reason", why)
+		return
+	}
+	view := pricing.JobView{
+		ID: j.ID, Kind: j.Kind, Model: fmt.Sprintf("%x", j.Model), ModelSize: j.ModelSize, Stages: j.Stages,
+		Redundancy: j.Redundancy, MaxPrice: j.MaxPrice.Dec(), MaxTokens: j.MaxTokens, Require: j.Req.Attributes,
+		Client: j.Client.Hex(), Height: height,
+	}
+	view.Provider.Address = p.addr.Hex()
+	view.Provider.Attributes = p.cfg.Attributes
+	price, err := p.cfg.Strategy.Price(ctx, view)
+	if err != nil {
+		p.log.Info("not bidding", "job", id, "reason", err)
+		return
+	}
+	if price.IsZero() || price.Gt(j.MaxPrice) {
+		p.log.Info("not bidding", "job", id, "reason", fmt.Sprintf("price %s is not within (0, %s]", types.FormatAmount(price), types.FormatAmount(j.MaxPrice)))
+		return
+	}
+	for stage := uint16(0); stage < j.Stages; stage++ {
+		k := taskKey{id, stage}
+		s := &bidSecret{Price: price, Salt: randomHash()}
+		p.mu.Lock()
+		p.bids[k] = s
+		p.mu.Unlock()
+		p.saveSecrets()
+		msg := &market.MsgCommitBid{Job: id, Stage: stage, Commitment: market.BidCommitment(id, stage, price, s.Salt, p.addr)}
+		if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+			p.log.Warn("bid refused", "job", id, "stage", stage, "err", err)
+			p.mu.Lock()
+			delete(p.bids, k)
+			p.mu.Unlock()
+			continue
+		}
+		p.log.Info("sealed bid", "job", id, "stage", stage, "price", types.FormatAmount(price))
+	}
+}
+
+// cannotRun says why this provider cannot run j, or "".
+func (p *Provider) cannotRun(j *chain.JobView) string {
+	p.mu.Lock()
+	class := p.class
+	_, haveModel := p.models[j.Model]
+	p.mu.Unlock()
+	switch {
+	case j.Kind != market.KindInference:
+		return "only " + market.KindInference + " jobs run here"
+	case j.Mode != market.ModeAuction:
+		return "pool jobs are claimed by hand (ogpu tx market claim)"
+	case j.Req.Runtime != "" && j.Req.Runtime != Runtime:
+		return "runtime " + j.Req.Runtime + " is not offered"
+	case j.Req.Class != "" && j.Req.Class != class:
+		return "determinism class " + j.Req.Class + " is not this provider's"
+	case !haveModel:
+		return fmt.Sprintf("model %x is not served here", j.Model)
+	case j.MaxTokens == 0:
+		return "the job sets no token budget"
+	}
+	if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
+		return "requirement " + r + " is not met"
+	}
+	return ""
+}
+
+func (p *Provider) revealBids(ctx context.Context, job uint64) {
+	p.mu.Lock()
+	var todo []taskKey
+	for k, s := range p.bids {
+		if k.Job == job && !s.Revealed {
+			todo = append(todo, k)
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range todo {
+		p.mu.Lock()
+		s := p.bids[k]
+		p.mu.Unlock()
+		msg := &market.MsgRevealBid{Job: k.Job, Stage: k.Stage, Price: s.Price, Salt: s.Salt}
+		if _, err := p.sender.Submit(ctx, msg.Raw()); err != nil {
+			p.log.Warn("bid reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
+			continue
+		}
+		p.mu.Lock()
+		s.Revealed = true
+		p.mu.Unlock()
+		p.saveSecrets()
+		p.log.Info("revealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(s.Price))
+	}
+}
+
+func (p *Provider) startTask(ctx context.Context, k taskKey, commitDeadline uint64) {
+	p.mu.Lock()
+	if p.running[k] {
+		p.mu.Unlock()
+		return
+	}
+	p.running[k] = true
+	p.mu.Unlock()
+	p.spawn(func() {
+		if err := p.runTask(ctx, k, commitDeadline); err != nil {
+			p.log.Error("task failed", "job", k.Job, "stage", k.Stage, "err", err)
+			p.feeds.get(k.Job).push(streamMsg{Error: err.Error()})
+		}
+	})
+}
+
+// runTask fetches the prompt from the client, generates, stores the
+// output and commits its hash.
+func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64) error {
+	j, err := p.cfg.Chain.Job(ctx, k.Job)
+	if err != nil {
+		return err
+	}
+	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
+	t0 := time.Now()
+	in, err := p.fetchInput(ctx, j, commitDeadline)
+	if err != nil {
+		return err
+	}
+	p.log.Info("fetched the prompt from the client", "job", k.Job, "took", time.Since(t0).Round(time.Millisecond))
+	m, err := p.model(j.Model)
+	if err != nil {
+		return err
+	}
+	f := p.feeds.get(k.Job)
+	out, err := m.Generate(ctx, llm.Request{Prompt: in.Prompt, MaxTokens: int(j.MaxTokens)}, func(tok int, piece string) error {
+		t := tok
+		f.push(streamMsg{Token: &t, Piece: piece})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	res := &LLMOutput{Version: 1, Job: k.Job, Tokens: out.Tokens, Text: out.Text}
+	if p.cfg.Lie && len(res.Tokens) > 0 {
+		i := len(res.Tokens) / 2
+		res.Tokens[i] = (res.Tokens[i] + 1) % 500
+		res.Text = m.Detokenize(withoutEOG(m, res.Tokens))
+		p.log.Warn("lying: changed one token of the output", "job", k.Job, "index", i)
+	}
+	bz := res.Encode()
+	h, err := p.cfg.Store.Put(bz)
+	if err != nil {
+		return err
+	}
+	p.access.Restrict(h, k.Job)
+	p.spawn(func() { // a DHT announcement can take seconds; nothing waits for it
+		if err := p.cfg.Host.Provide(ctx, h); err != nil {
+			p.log.Debug("cannot announce output", "err", err)
+		}
+	})
+	secret := &resultSecret{Result: h, Salt: randomHash(), CommitDeadline: commitDeadline}
+	p.mu.Lock()
+	p.results[k] = secret
+	p.mu.Unlock()
+	p.saveSecrets()
+	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(h, secret.Salt, p.addr)}
+	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+		return fmt.Errorf("commit result: %w", err)
+	}
+	f.push(streamMsg{Done: true, Result: &h})
+	p.log.Info("committed result", "job", k.Job, "stage", k.Stage, "tokens", len(res.Tokens), "result", fmt.Sprintf("%x", h[:8]))
+	return nil
+}
+
+func withoutEOG(m *llm.Model, toks []int) []int {
+	if n := len(toks); n > 0 && m.IsEOG(toks[n-1]) {
+		return toks[:n-1]
+	}
+	return toks
+}
+
+// fetchInput gets the job's input from its client, who dials the winners
+// once the award names them; until the client is connected the DHT is
+// tried now and then. It gives up at the commit deadline.
+func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, commitDeadline uint64) (*LLMInput, error) {
+	p.access.Restrict(j.Input, j.ID)
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if p.cfg.Store.Has(j.Input) {
+			bz, err := p.cfg.Store.Get(j.Input)
+			if err != nil {
+				return nil, err
+			}
+			return DecodeLLMInput(bz)
+		}
+		peers := peersOf(p.cfg.Host, j.Client)
+		if len(peers) > 0 || attempt%20 == 19 {
+			fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := p.cfg.Host.Fetch(fctx, j.Input, p2p.FetchOptions{Peers: peers})
+			cancel()
+			if err == nil {
+				continue
+			}
+			lastErr = err
+		}
+		if attempt%20 == 0 {
+			if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil && uint64(st.SyncInfo.LatestBlockHeight) >= commitDeadline {
+				return nil, fmt.Errorf("cannot fetch the prompt of job %d from its client before the commit deadline %d: %v", j.ID, commitDeadline, lastErr)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Provider) revealResult(ctx context.Context, k taskKey) {
+	p.mu.Lock()
+	r, ok := p.results[k]
+	if !ok || r.Revealed {
+		p.mu.Unlock()
+		return
+	}
+	r.Revealed = true // one attempt at a time; reset on failure
+	p.mu.Unlock()
+	msg := &verifier.MsgRevealResult{Job: k.Job, Stage: k.Stage, Result: r.Result, Salt: r.Salt}
+	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+		var te *node.TxError
+		if errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
+			return // revealed already (a retry after a lost answer)
+		}
+		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
+			// Not open yet (a no-show's slot was reassigned and the
+			// window moved): take the deadline from the chain.
+			if j, qerr := p.cfg.Chain.Job(ctx, k.Job); qerr == nil && int(k.Stage) < len(j.Tasks) && j.Tasks[k.Stage].Status == "executing" {
+				p.mu.Lock()
+				r.CommitDeadline, r.Revealed = j.Tasks[k.Stage].CommitDeadline, false
+				p.mu.Unlock()
+				return
+			}
+		}
+		p.log.Warn("result reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
+		p.mu.Lock()
+		r.Failures++
+		r.Revealed = r.Failures >= 5
+		p.mu.Unlock()
+		return
+	}
+	p.saveSecrets()
+	p.log.Info("revealed result", "job", k.Job, "stage", k.Stage)
+}
+
+// secrets is the persisted form of the bid and result salts.
+type secrets struct {
+	Bids    map[string]*bidSecret    `json:"bids"`
+	Results map[string]*resultSecret `json:"results"`
+}
+
+func (k taskKey) String() string { return fmt.Sprintf("%d/%d", k.Job, k.Stage) }
+
+func parseTaskKey(s string) (taskKey, bool) {
+	var k taskKey
+	_, err := fmt.Sscanf(s, "%d/%d", &k.Job, &k.Stage)
+	return k, err == nil
+}
+
+func (p *Provider) secretsFile() string { return filepath.Join(p.cfg.StateDir, "secrets.json") }
+
+func (p *Provider) saveSecrets() {
+	if p.cfg.StateDir == "" {
+		return
+	}
+	p.mu.Lock()
+	s := secrets{Bids: map[string]*bidSecret{}, Results: map[string]*resultSecret{}}
+	for k, v := range p.bids {
+		c := *v
+		s.Bids[k.String()] = &c
+	}
+	for k, v := range p.results {
+		c := *v
+		s.Results[k.String()] = &c
+	}
+	p.mu.Unlock()
+	bz, _ := json.MarshalIndent(s, "", "  ")
+	tmp := p.secretsFile() + ".tmp"
+	if err := os.WriteFile(tmp, bz, 0o600); err == nil {
+		err = os.Rename(tmp, p.secretsFile())
+		if err != nil {
+			p.log.Error("cannot save bid secrets", "err", err)
+		}
+	}
+}
+
+func (p *Provider) loadSecrets() {
+	bz, err := os.ReadFile(p.secretsFile())
+	if err != nil {
+		return
+	}
+	var s secrets
+	if err := json.Unmarshal(bz, &s); err != nil {
+		p.log.Error("bid secrets file is corrupt; starting without it", "file", p.secretsFile(), "err", err)
+		return
+	}
+	for ks, v := range s.Bids {
+		if k, ok := parseTaskKey(ks); ok && v.Price != nil {
+			p.bids[k] = v
+		}
+	}
+	for ks, v := range s.Results {
+		if k, ok := parseTaskKey(ks); ok {
+			p.results[k] = v
+		}
+	}
+}
+
+func randomHash() types.Hash {
+	var h types.Hash
+	if _, err := rand.Read(h[:]); err != nil {
+		panic(err)
+	}
+	return h
+}
