@@ -368,7 +368,7 @@ func (s *subscription) openEvents(ctx context.Context) (<-chan ctypes.ResultEven
 		if err != nil {
 			return nil, nil, err
 		}
-		ws.SetLogger(s.log.With("module", "rpc-ws"))
+		ws.SetLogger(s.cfg.logger.With("module", "rpc-ws"))
 		if err := ws.Start(); err != nil {
 			return nil, nil, s.c.Unreachable(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,5 +182,54 @@ func TestSenderLostAnswer(t *testing.T) {
 	acct, err := tc.local.Account(ctx, recipient(0))
 	if err != nil || acct.Balance.Uint64() != 1000 {
 		t.Fatalf("recipient of the resubmitted transfer holds %v, %v; want 1000 base units", acct, err)
+	}
+}
+
+// BenchmarkSenderSubmit measures Submit from 8 goroutines sharing one
+// Sender (broadcasts are serialized, each a CheckTx round trip), in-process
+// and over HTTP, on a node making blocks every 100ms.
+//
+//	go test -run '^$' -bench BenchmarkSenderSubmit -benchtime 500x ./node
+func BenchmarkSenderSubmit(b *testing.B) {
+	tc := startTestChainEvery(b, 2, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i, c := range []struct {
+		name string
+		c    *Client
+	}{{"local", tc.local}, {"http", tc.http}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := NewSender(c.c, tc.keys[i])
+			if err := s.load(ctx); err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			b.ResetTimer()
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						n := next.Add(1)
+						if n > int64(b.N) {
+							return
+						}
+						if _, err := s.Submit(ctx, transfer(int(n))); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+		})
 	}
 }
