@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -104,6 +105,16 @@ func DecodeAdvert(b []byte) (*Advert, error) {
 	return &a, nil
 }
 
+// clone copies a, so that each subscriber owns its slices.
+func (a *Advert) clone() Advert {
+	c := *a
+	c.Addrs = slices.Clone(a.Addrs)
+	c.Attributes = slices.Clone(a.Attributes)
+	c.Runtimes = slices.Clone(a.Runtimes)
+	c.Models = slices.Clone(a.Models)
+	return c
+}
+
 // validateAdvert is the topic validator: it runs after pubsub checked the
 // signature, for remote and local messages alike.
 func (h *Host) validateAdvert(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
@@ -179,7 +190,7 @@ func (h *Host) Adverts(ctx context.Context) (<-chan Advert, error) {
 				continue
 			}
 			select {
-			case ch <- *a:
+			case ch <- a.clone():
 			case <-ctx.Done():
 				return
 			}

@@ -264,6 +264,13 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 	if int64(q.index) >= int64(m.NumPieces()) {
 		return statusBadRequest, fmt.Sprintf("blob %x has %d pieces, no piece %d", q.hash, m.NumPieces(), q.index), nil
 	}
+	// Bound the piece buffers held at once, whatever the number of streams.
+	select {
+	case h.serveSlots <- struct{}{}:
+		defer func() { <-h.serveSlots }()
+	case <-h.ctx.Done():
+		return statusInternal, "peer shutting down", nil
+	}
 	b, err := h.store.ReadPiece(q.hash, int(q.index))
 	if err != nil {
 		h.log.Warn("cannot serve piece", "hash", q.hash, "piece", q.index, "err", err)
@@ -279,6 +286,19 @@ type blobClient struct {
 }
 
 func (h *Host) dialBlob(ctx context.Context, p peer.ID) (*blobClient, error) {
+	if h.h.Network().Connectedness(p) != network.Connected && len(h.h.Peerstore().Addrs(p)) == 0 {
+		// Not connected and no address known: ask the DHT.
+		err := h.waitRouting(ctx)
+		if err == nil {
+			var ai peer.AddrInfo
+			if ai, err = h.dht.FindPeer(ctx, p); err == nil {
+				h.addAddrs(ai)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("no address known for peer %s and the DHT cannot find it: %w", p, err)
+		}
+	}
 	s, err := h.h.NewStream(ctx, p, ProtocolBlob)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open blob stream to %s: %w", p, err)

@@ -31,10 +31,15 @@ func CIDOf(hash types.Hash) cid.Cid {
 	return cid.NewCidV1(cid.Raw, m)
 }
 
+// routingWait bounds how long a lookup waits for the routing table to fill.
+const routingWait = 15 * time.Second
+
 // waitRouting waits until the DHT has a peer in its routing table. Peers
 // join the table asynchronously after a connection, once they answered a
 // DHT query.
 func (h *Host) waitRouting(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, routingWait)
+	defer cancel()
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for h.dht.RoutingTable().Size() == 0 {
@@ -43,7 +48,7 @@ func (h *Host) waitRouting(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (connected, but no peer answered as a DHT server): %w", ErrNoDHTPeers, ctx.Err())
+			return fmt.Errorf("%w (connected, but no peer answered as a DHT server)", ErrNoDHTPeers)
 		case <-h.ctx.Done():
 			return errors.New("host closed")
 		case <-t.C:

@@ -51,6 +51,10 @@ func LoopbackListen() []string {
 	return []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
 }
 
+// maxServing is the most piece responses a host prepares and sends at once
+// (so at most maxServing × MaxPieceSize bytes of buffers).
+const maxServing = 32
+
 // Config configures a Host.
 type Config struct {
 	// Key is the node identity (required).
@@ -85,6 +89,9 @@ type Host struct {
 	cancel  context.CancelFunc
 	trackMu sync.Mutex // orders goTracked's wg.Add before Close's wg.Wait
 	wg      sync.WaitGroup
+
+	// serveSlots bounds the pieces being read and sent at once.
+	serveSlots chan struct{}
 
 	fetchMu  sync.Mutex
 	fetching map[types.Hash]*fetchCall
@@ -147,6 +154,8 @@ func New(ctx context.Context, c Config) (*Host, error) {
 		ctx:       hctx,
 		cancel:    cancel,
 		fetching:  map[types.Hash]*fetchCall{},
+
+		serveSlots: make(chan struct{}, maxServing),
 	}
 	fail := func(err error) (*Host, error) {
 		h.Close()

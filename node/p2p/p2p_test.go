@@ -187,6 +187,20 @@ func TestFetchThroughDHT(t *testing.T) {
 	if na2, nb2 := a.piecesServed.Load(), b.piecesServed.Load(); na2 != na || nb2 != nb {
 		t.Fatal("second Fetch requested pieces")
 	}
+
+	// A fourth host that only knows a fetches from b, named as a hint: b's
+	// address comes from the DHT.
+	d := newHost(t, piece, withBootstrap(a))
+	path, err = d.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{b.ID()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readFile(t, path), data) {
+		t.Fatal("fetched content differs")
+	}
+	if n := b.piecesServed.Load() - nb; n != 20 {
+		t.Fatalf("b served %d pieces to d, want 20", n)
+	}
 }
 
 // The real tiny model, fetched in 16 KiB pieces, hashes to its sha256sum.
