@@ -103,7 +103,8 @@ type Output struct {
 // MaxTokens tokens. Greedy decoding takes the highest logit (the lowest token
 // id on ties); other samplers use llama.cpp's sampler chain with the seed.
 // emit, if not nil, sees every generated token in order; the end-of-generation
-// token comes with an empty piece. An emit error or the cancellation of ctx
+// token comes with an empty piece. emit runs while m is busy: it may call
+// Piece, IsEOG and Detokenize but not Generate, Verify, Tokenize or Close. An emit error or the cancellation of ctx
 // (checked between tokens) stops generation: Generate then returns the output
 // so far together with the error.
 func (m *Model) Generate(ctx context.Context, req Request, emit func(tok int, piece string) error) (*Output, error) {
@@ -166,31 +167,30 @@ func (m *Model) generate(ctx context.Context, req Request, emit func(int, string
 			sc.Accept(tok, true)
 		}
 		out.Tokens = append(out.Tokens, tok)
-		eog := !ignoreEOG && m.lm.TokenIsEog(tok)
+		eog := !ignoreEOG && m.IsEOG(tok)
 		piece := ""
 		if !eog {
-			piece = m.lm.TokenToPiece(tok)
+			piece = m.Piece(tok)
 			text = append(text, piece...)
 		}
-		out.Text = string(text)
 		if emit != nil {
 			if err := emit(tok, piece); err != nil {
+				out.Text = string(text)
 				return out, fmt.Errorf("generation stopped after %d tokens by the consumer: %w", len(out.Tokens), err)
 			}
 		}
-		if eog {
-			out.StoppedOnEOG = true
-			return out, nil
-		}
-		if len(out.Tokens) == req.MaxTokens {
+		if eog || len(out.Tokens) == req.MaxTokens {
+			out.Text, out.StoppedOnEOG = string(text), eog
 			return out, nil
 		}
 		if err := ctx.Err(); err != nil {
+			out.Text = string(text)
 			return out, fmt.Errorf("generation stopped after %d tokens: %w", len(out.Tokens), err)
 		}
 		m.batch.Clear()
 		m.batch.Add(tok, nil, pos, true, 0)
 		if err := m.lctx.Decode(m.batch); err != nil {
+			out.Text = string(text)
 			return out, fmt.Errorf("cannot decode token %d at position %d: %w", tok, pos, err)
 		}
 		idx = 0
@@ -285,7 +285,7 @@ func (m *Model) Verify(ctx context.Context, promptTokens, claimed []int, maxToke
 	// Structural checks first: they bound how much of claimed to decode.
 	limit, end := len(claimed), (*Mismatch)(nil)
 	for i, t := range claimed {
-		if i == maxTokens || i > 0 && m.lm.TokenIsEog(claimed[i-1]) {
+		if i == maxTokens || i > 0 && m.IsEOG(claimed[i-1]) {
 			limit, end = i, &Mismatch{Index: i, Claimed: t, Expected: -1}
 			break
 		}
@@ -294,7 +294,7 @@ func (m *Model) Verify(ctx context.Context, promptTokens, claimed []int, maxToke
 			break
 		}
 	}
-	if end == nil && len(claimed) < maxTokens && (len(claimed) == 0 || !m.lm.TokenIsEog(claimed[len(claimed)-1])) {
+	if end == nil && len(claimed) < maxTokens && (len(claimed) == 0 || !m.IsEOG(claimed[len(claimed)-1])) {
 		end = &Mismatch{Index: len(claimed), Claimed: -1}
 	}
 	// Logits are needed at positions len(promptTokens)-1 ... for indices
@@ -353,14 +353,9 @@ func (m *Model) Verify(ctx context.Context, promptTokens, claimed []int, maxToke
 	return nil, nil
 }
 
-// mismatch fills in the pieces of mm; m must be acquired.
+// mismatch fills in the pieces of mm.
 func (m *Model) mismatch(mm *Mismatch) *Mismatch {
-	if m.validToken(mm.Claimed) {
-		mm.ClaimedPiece = m.lm.TokenToPiece(mm.Claimed)
-	}
-	if m.validToken(mm.Expected) {
-		mm.ExpectedPiece = m.lm.TokenToPiece(mm.Expected)
-	}
+	mm.ClaimedPiece, mm.ExpectedPiece = m.Piece(mm.Claimed), m.Piece(mm.Expected)
 	return mm
 }
 
@@ -371,6 +366,9 @@ const tpsPrompt = "Once upon a time"
 // to generate the given number of tokens (not stopping at end-of-generation
 // tokens) after a short prompt, following a warm-up generation.
 func MeasureTPS(ctx context.Context, m *Model, tokens int) (float64, error) {
+	if m == nil {
+		return 0, errors.New("no model to measure")
+	}
 	if tokens < 1 {
 		return 0, fmt.Errorf("tokens %d: want >= 1", tokens)
 	}

@@ -91,7 +91,9 @@ type Model struct {
 	path    string
 	opts    Options
 	nVocab  int
-	backend string // "cpu" or the GPU backend's name
+	backend string   // "cpu" or the GPU backend's name
+	pieces  []string // text of each token, read once at load
+	eog     []bool   // whether each token ends generation
 
 	life sync.RWMutex // held for reading while in use, for writing by Close
 	lm   *llama.Model // nil after Close
@@ -121,6 +123,10 @@ func Load(path string, o Options) (*Model, error) {
 		return nil, loadError("cannot load model "+path, err)
 	}
 	m := &Model{path: path, opts: o, lm: lm, nVocab: lm.NumVocab(), backend: "cpu"}
+	m.pieces, m.eog = make([]string, m.nVocab), make([]bool, m.nVocab)
+	for t := range m.nVocab {
+		m.pieces[t], m.eog[t] = lm.TokenToPiece(t), lm.TokenIsEog(t)
+	}
 	if o.GPULayers > 0 {
 		if b := gpuBackend(); b != "" {
 			m.backend = b
@@ -219,36 +225,24 @@ func (m *Model) Tokenize(text string) ([]int, error) {
 }
 
 // Piece is the text of token tok (control tokens render as their text, such
-// as "</s>"); "" for an id outside the vocabulary or after Close.
+// as "</s>"); "" for an id outside the vocabulary. Piece, Detokenize and
+// IsEOG read tables made at load: they never block and work after Close.
 func (m *Model) Piece(tok int) string {
-	if !m.validToken(tok) || m.acquire() != nil {
+	if !m.validToken(tok) {
 		return ""
 	}
-	defer m.release()
-	return m.lm.TokenToPiece(tok)
+	return m.pieces[tok]
 }
 
 // Detokenize concatenates the pieces of tokens, skipping ids outside the
 // vocabulary. Pieces are bytes: a character may span several tokens.
 func (m *Model) Detokenize(tokens []int) string {
-	if m.acquire() != nil {
-		return ""
-	}
-	defer m.release()
 	var b []byte
 	for _, t := range tokens {
-		if m.validToken(t) {
-			b = append(b, m.lm.TokenToPiece(t)...)
-		}
+		b = append(b, m.Piece(t)...)
 	}
 	return string(b)
 }
 
 // IsEOG reports whether tok ends generation (end of sequence, end of turn).
-func (m *Model) IsEOG(tok int) bool {
-	if !m.validToken(tok) || m.acquire() != nil {
-		return false
-	}
-	defer m.release()
-	return m.lm.TokenIsEog(tok)
-}
+func (m *Model) IsEOG(tok int) bool { return m.validToken(tok) && m.eog[tok] }
