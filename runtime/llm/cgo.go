@@ -18,6 +18,15 @@ void * ggml_backend_dev_get(size_t index);
 int ggml_backend_dev_type(void * device);
 void * ggml_backend_dev_backend_reg(void * device);
 const char * ggml_backend_reg_name(void * reg);
+void * ggml_backend_reg_get_proc_address(void * reg, const char * name);
+
+// struct ggml_backend_feature; a list of them ends with a NULL name.
+struct ogpu_feature { const char * name; const char * value; };
+typedef struct ogpu_feature * (*ogpu_get_features)(void * reg);
+static struct ogpu_feature * ogpu_features(void * reg) {
+	ogpu_get_features f = (ogpu_get_features)ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features");
+	return f ? f(reg) : NULL;
+}
 
 typedef void (*ogpu_log_callback)(int level, const char * text, void * user_data);
 void llama_log_set(ogpu_log_callback cb, void * user_data);
@@ -30,14 +39,18 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/ollama/ollama/llama"
 )
 
-// ggmlDeviceGPU is GGML_BACKEND_DEVICE_TYPE_GPU.
-const ggmlDeviceGPU = 1
+// ggml device types (GGML_BACKEND_DEVICE_TYPE_*).
+const (
+	ggmlDeviceCPU = 0
+	ggmlDeviceGPU = 1
+)
 
 // setLogCallback routes llama.cpp's and ggml's log through ogpuLlamaLog.
 func setLogCallback() { C.ogpu_set_log() }
@@ -117,4 +130,38 @@ func gpuBackend() string {
 		}
 	}
 	return ""
+}
+
+// cpuFeatures lists the instruction-set features the ggml CPU backend was
+// compiled with, lower case and sorted ("avx2", "fma"), leaving out
+// "llamafile" which every build has. They are compile-time choices (the
+// stock cgo build of ollama v0.9.6 on amd64 has none) and change the
+// floating-point results, so they belong in the determinism class.
+func cpuFeatures() []string {
+	var out []string
+	for name, value := range ggmlCPUFeatures() {
+		if name != "llamafile" && name != "sve_cnt" && value != "0" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ggmlCPUFeatures is what the ggml CPU backend reports as its features,
+// names lower-cased.
+func ggmlCPUFeatures() map[string]string {
+	out := map[string]string{}
+	for i := range C.ggml_backend_dev_count() {
+		d := C.ggml_backend_dev_get(i)
+		if C.ggml_backend_dev_type(d) != ggmlDeviceCPU {
+			continue
+		}
+		f := C.ogpu_features(C.ggml_backend_dev_backend_reg(d))
+		for ; f != nil && f.name != nil; f = (*C.struct_ogpu_feature)(unsafe.Add(unsafe.Pointer(f), unsafe.Sizeof(*f))) {
+			out[strings.ToLower(C.GoString(f.name))] = C.GoString(f.value)
+		}
+		break
+	}
+	return out
 }

@@ -79,7 +79,9 @@ func (s Sampler) params() llama.SamplingParams {
 // Class is the determinism class of generations by m with sampler s:
 // "llama.cpp/ollama-v0.9.6/<backend>/<GOARCH>/t<threads>/b<batch>/<sampler>".
 // Replicas in one class, given the same model and request, produce the same
-// tokens.
+// tokens. The backend is "cuda" (the GPU backend's name) when layers are
+// offloaded to a GPU, else "cpu", followed by "+avx2+fma"-style features when
+// ggml was compiled with SIMD flags beyond the stock build's.
 func (m *Model) Class(s Sampler) string {
 	return fmt.Sprintf("%s/%s/%s/t%d/b%d/%s", Version, m.backend, runtime.GOARCH, m.opts.Threads, m.opts.BatchSize, s)
 }

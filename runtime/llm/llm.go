@@ -91,7 +91,7 @@ type Model struct {
 	path    string
 	opts    Options
 	nVocab  int
-	backend string   // "cpu" or the GPU backend's name
+	backend string   // "cpu", "cpu+<features>" or the GPU backend's name
 	pieces  []string // text of each token, read once at load
 	eog     []bool   // whether each token ends generation
 
@@ -127,10 +127,10 @@ func Load(path string, o Options) (*Model, error) {
 	for t := range m.nVocab {
 		m.pieces[t], m.eog[t] = lm.TokenToPiece(t), lm.TokenIsEog(t)
 	}
-	if o.GPULayers > 0 {
-		if b := gpuBackend(); b != "" {
-			m.backend = b
-		}
+	if b := gpuBackend(); o.GPULayers > 0 && b != "" {
+		m.backend = b
+	} else if f := cpuFeatures(); len(f) > 0 {
+		m.backend = "cpu+" + strings.Join(f, "+")
 	}
 	cp := llama.NewContextParams(o.ContextSize, o.BatchSize, 1, o.Threads, false, "")
 	if m.lctx, err = llama.NewContextWithModel(lm, cp); err != nil {

@@ -345,10 +345,16 @@ func TestLoadErrors(t *testing.T) {
 
 func TestClass(t *testing.T) {
 	m := loadModel(t, testOptions)
-	want := "llama.cpp/ollama-v0.9.6/cpu/"
+	want := "llama.cpp/ollama-v0.9.6/cpu"
 	if c := m.Class(Sampler{}); !strings.HasPrefix(c, want) || !strings.HasSuffix(c, "/t1/b512/greedy") {
-		t.Fatalf("class %q, want %s<arch>/t1/b512/greedy", c, want)
+		t.Fatalf("class %q, want %s[+features]/<arch>/t1/b512/greedy", c, want)
 	}
+	// The CPU backend's feature list is read (every build has llamafile);
+	// the stock build has no SIMD flags beyond the baseline.
+	if f := ggmlCPUFeatures(); f["llamafile"] != "1" {
+		t.Fatalf("ggml CPU features %v: want llamafile=1", f)
+	}
+	t.Logf("class %s, ggml CPU features %v", m.Class(Sampler{}), ggmlCPUFeatures())
 	classes := map[string]bool{}
 	for _, o := range []Options{{Threads: 1}, {Threads: 2}, {Threads: 1, BatchSize: 64}} {
 		mm := loadModel(t, o)
