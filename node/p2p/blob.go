@@ -225,9 +225,21 @@ func (h *Host) handleBlob(s network.Stream) {
 			}
 			return
 		}
+		// Bound the piece buffers held at once, whatever the number of
+		// streams: a slot is held from reading the piece to sending it.
+		release := func() {}
+		if q.kind == kindPiece {
+			var ok bool
+			if release, ok = h.acquireSlot(remote); !ok {
+				s.Reset()
+				return
+			}
+		}
 		status, msg, payload := h.serve(remote, q)
 		s.SetWriteDeadline(time.Now().Add(requestTimeout))
-		if err := writeResponse(s, status, msg, payload); err != nil {
+		err = writeResponse(s, status, msg, payload)
+		release()
+		if err != nil {
 			log.Debug("cannot send blob response", "err", err)
 			s.Reset()
 			return
@@ -236,6 +248,51 @@ func (h *Host) handleBlob(s network.Stream) {
 			h.piecesServed.Add(1)
 		}
 	}
+}
+
+// peerSlots is one peer's share of the piece slots.
+type peerSlots struct {
+	ch    chan struct{}
+	users int // goroutines holding or waiting for ch
+}
+
+// acquireSlot waits for one of the peer's maxServingPerPeer slots, then for
+// one of the host's maxServing slots, so that a peer that reads slowly
+// stalls only itself. ok is false when the host closes meanwhile.
+func (h *Host) acquireSlot(p peer.ID) (release func(), ok bool) {
+	h.servingMu.Lock()
+	ps := h.servingPeer[p]
+	if ps == nil {
+		ps = &peerSlots{ch: make(chan struct{}, maxServingPerPeer)}
+		h.servingPeer[p] = ps
+	}
+	ps.users++
+	h.servingMu.Unlock()
+	unuse := func() {
+		h.servingMu.Lock()
+		if ps.users--; ps.users == 0 {
+			delete(h.servingPeer, p)
+		}
+		h.servingMu.Unlock()
+	}
+	select {
+	case ps.ch <- struct{}{}:
+	case <-h.ctx.Done():
+		unuse()
+		return nil, false
+	}
+	select {
+	case h.serveSlots <- struct{}{}:
+	case <-h.ctx.Done():
+		<-ps.ch
+		unuse()
+		return nil, false
+	}
+	return func() {
+		<-h.serveSlots
+		<-ps.ch
+		unuse()
+	}, true
 }
 
 // serve answers one request.
@@ -251,32 +308,30 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil
 		}
 	}
-	m, err := h.store.Manifest(q.hash)
-	if errors.Is(err, blobstore.ErrNotFound) {
-		return statusNotFound, fmt.Sprintf("blob %x not held", q.hash), nil
-	} else if err != nil {
-		h.log.Warn("cannot serve blob", "hash", q.hash, "err", err)
-		return statusInternal, fmt.Sprintf("blob %x unavailable", q.hash), nil
-	}
 	if q.kind == kindManifest {
+		m, err := h.store.Manifest(q.hash)
+		if err != nil {
+			return h.storeError(q, err)
+		}
 		return statusOK, "", m.Encode()
-	}
-	if int64(q.index) >= int64(m.NumPieces()) {
-		return statusBadRequest, fmt.Sprintf("blob %x has %d pieces, no piece %d", q.hash, m.NumPieces(), q.index), nil
-	}
-	// Bound the piece buffers held at once, whatever the number of streams.
-	select {
-	case h.serveSlots <- struct{}{}:
-		defer func() { <-h.serveSlots }()
-	case <-h.ctx.Done():
-		return statusInternal, "peer shutting down", nil
 	}
 	b, err := h.store.ReadPiece(q.hash, int(q.index))
 	if err != nil {
-		h.log.Warn("cannot serve piece", "hash", q.hash, "piece", q.index, "err", err)
-		return statusInternal, fmt.Sprintf("piece %d of blob %x unavailable", q.index, q.hash), nil
+		return h.storeError(q, err)
 	}
 	return statusOK, "", b
+}
+
+// storeError turns a store error into a response.
+func (h *Host) storeError(q request, err error) (status byte, msg string, payload []byte) {
+	switch {
+	case errors.Is(err, blobstore.ErrNotFound):
+		return statusNotFound, fmt.Sprintf("blob %x not held", q.hash), nil
+	case errors.Is(err, blobstore.ErrNoPiece):
+		return statusBadRequest, err.Error(), nil
+	}
+	h.log.Warn("cannot serve blob", "hash", q.hash, "kind", q.kind, "piece", q.index, "err", err)
+	return statusInternal, fmt.Sprintf("blob %x unavailable", q.hash), nil
 }
 
 // blobClient is one stream to a peer, used for one request at a time.

@@ -55,6 +55,10 @@ func LoopbackListen() []string {
 // (so at most maxServing × MaxPieceSize bytes of buffers).
 const maxServing = 32
 
+// maxServingPerPeer is the most piece requests of one peer served at once;
+// more wait.
+const maxServingPerPeer = 8
+
 // Config configures a Host.
 type Config struct {
 	// Key is the node identity (required).
@@ -90,8 +94,11 @@ type Host struct {
 	trackMu sync.Mutex // orders goTracked's wg.Add before Close's wg.Wait
 	wg      sync.WaitGroup
 
-	// serveSlots bounds the pieces being read and sent at once.
-	serveSlots chan struct{}
+	// serveSlots bounds the pieces being read and sent at once;
+	// servingPeer counts them per peer.
+	serveSlots  chan struct{}
+	servingMu   sync.Mutex
+	servingPeer map[peer.ID]*peerSlots
 
 	fetchMu  sync.Mutex
 	fetching map[types.Hash]*fetchCall
@@ -155,7 +162,8 @@ func New(ctx context.Context, c Config) (*Host, error) {
 		cancel:    cancel,
 		fetching:  map[types.Hash]*fetchCall{},
 
-		serveSlots: make(chan struct{}, maxServing),
+		serveSlots:  make(chan struct{}, maxServing),
+		servingPeer: map[peer.ID]*peerSlots{},
 	}
 	fail := func(err error) (*Host, error) {
 		h.Close()

@@ -203,7 +203,8 @@ func TestFetchThroughDHT(t *testing.T) {
 	}
 }
 
-// The real tiny model, fetched in 16 KiB pieces, hashes to its sha256sum.
+// The real tiny model, fetched in 16 KiB pieces with more requests in
+// flight than the server serves at once per peer, hashes to its sha256sum.
 func TestFetchModel(t *testing.T) {
 	model := modelPath(t)
 	a := newHost(t, 16<<10)
@@ -217,7 +218,7 @@ func TestFetchModel(t *testing.T) {
 	}
 	c := newHost(t, 16<<10)
 	connect(t, c, a)
-	path, err := c.Fetch(testCtx(t), hash, FetchOptions{Peers: []peer.ID{a.ID()}, Parallel: 8})
+	path, err := c.Fetch(testCtx(t), hash, FetchOptions{Peers: []peer.ID{a.ID()}, Parallel: 2 * maxServingPerPeer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ var (
 	ErrExists = errors.New("blob already stored")
 	// ErrBusy: a Partial for that blob is already open in this store.
 	ErrBusy = errors.New("download already in progress")
+	// ErrNoPiece: a piece index outside the blob.
+	ErrNoPiece = errors.New("no such piece")
 	// ErrBadPiece: a piece does not match its hash in the manifest.
 	ErrBadPiece = errors.New("bad piece")
 	// ErrIncomplete: Complete was called while pieces are missing.
@@ -326,7 +328,7 @@ func (s *Store) ReadPiece(h types.Hash, i int) ([]byte, error) {
 		return nil, err
 	}
 	if i < 0 || i >= len(m.Pieces) {
-		return nil, fmt.Errorf("blob %s has no piece %d (it has %d)", name(h), i, len(m.Pieces))
+		return nil, fmt.Errorf("%w: blob %s has no piece %d (it has %d)", ErrNoPiece, name(h), i, len(m.Pieces))
 	}
 	f, err := os.Open(s.blobPath(h))
 	if err != nil {
