@@ -211,6 +211,11 @@ func printable(s string) string {
 // handleBlob serves blob requests on one stream until the peer closes it,
 // sends something malformed, or goes idle.
 func (h *Host) handleBlob(s network.Stream) {
+	if !h.track() {
+		s.Reset()
+		return
+	}
+	defer h.wg.Done()
 	defer s.Close()
 	remote := s.Conn().RemotePeer()
 	log := h.log.With("peer", remote.String(), "protocol", ProtocolBlob)
@@ -236,6 +241,9 @@ func (h *Host) handleBlob(s network.Stream) {
 			}
 		}
 		status, msg, payload := h.serve(remote, q)
+		if status == statusOK && q.kind == kindPiece {
+			h.countServed(remote)
+		}
 		s.SetWriteDeadline(time.Now().Add(requestTimeout))
 		err = writeResponse(s, status, msg, payload)
 		release()
@@ -244,10 +252,32 @@ func (h *Host) handleBlob(s network.Stream) {
 			s.Reset()
 			return
 		}
-		if status == statusOK && q.kind == kindPiece {
-			h.piecesServed.Add(1)
-		}
 	}
+}
+
+// countServed counts a piece about to be sent to p (for tests).
+func (h *Host) countServed(p peer.ID) {
+	h.servedMu.Lock()
+	h.served[p]++
+	h.servedMu.Unlock()
+}
+
+// servedTo returns the number of pieces sent to p.
+func (h *Host) servedTo(p peer.ID) int {
+	h.servedMu.Lock()
+	defer h.servedMu.Unlock()
+	return h.served[p]
+}
+
+// servedTotal returns the number of pieces sent to all peers.
+func (h *Host) servedTotal() int {
+	h.servedMu.Lock()
+	defer h.servedMu.Unlock()
+	n := 0
+	for _, c := range h.served {
+		n += c
+	}
+	return n
 }
 
 // peerSlots is one peer's share of the piece slots.

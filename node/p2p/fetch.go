@@ -372,11 +372,24 @@ func (h *Host) getPiece(ctx context.Context, conns map[peer.ID]*blobClient, p pe
 // goTracked runs f in a goroutine that Close waits for, unless the host is
 // closing.
 func (h *Host) goTracked(f func()) bool {
+	if !h.track() {
+		return false
+	}
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// track adds the calling goroutine to those Close waits for (the caller
+// must call h.wg.Done), unless the host is closing.
+func (h *Host) track() bool {
 	h.trackMu.Lock()
 	defer h.trackMu.Unlock()
 	if h.ctx.Err() != nil {
 		return false
 	}
-	h.wg.Go(f)
+	h.wg.Add(1)
 	return true
 }

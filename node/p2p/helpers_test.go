@@ -35,6 +35,10 @@ func withBootstrap(hs ...*Host) hostOpt {
 	}
 }
 
+func withStore(s *blobstore.Store) hostOpt {
+	return func(c *Config) { c.Store = s }
+}
+
 func withAuthorize(f func(context.Context, peer.ID, types.Hash) error) hostOpt {
 	return func(c *Config) { c.Authorize = f }
 }

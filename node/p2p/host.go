@@ -107,7 +107,8 @@ type Host struct {
 	closeErr  error
 
 	// Counters for tests.
-	piecesServed    atomic.Int64
+	servedMu        sync.Mutex
+	served          map[peer.ID]int // pieces sent, per peer
 	badPieces       atomic.Int64
 	advertsRejected atomic.Int64
 }
@@ -164,6 +165,7 @@ func New(ctx context.Context, c Config) (*Host, error) {
 
 		serveSlots:  make(chan struct{}, maxServing),
 		servingPeer: map[peer.ID]*peerSlots{},
+		served:      map[peer.ID]int{},
 	}
 	fail := func(err error) (*Host, error) {
 		h.Close()

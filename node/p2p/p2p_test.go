@@ -176,7 +176,7 @@ func TestFetchThroughDHT(t *testing.T) {
 	if last != [2]int64{int64(len(data)), int64(len(data))} {
 		t.Fatalf("last progress %v, want done = total = %d", last, len(data))
 	}
-	na, nb := a.piecesServed.Load(), b.piecesServed.Load()
+	na, nb := a.servedTo(c.ID()), b.servedTo(c.ID())
 	if na == 0 || nb == 0 || na+nb != 20 {
 		t.Fatalf("pieces served: a %d, b %d; want both > 0 and 20 in all", na, nb)
 	}
@@ -184,7 +184,7 @@ func TestFetchThroughDHT(t *testing.T) {
 	if p2, err := c.Fetch(ctx, hash, FetchOptions{}); err != nil || p2 != path {
 		t.Fatalf("second Fetch = %s, %v", p2, err)
 	}
-	if na2, nb2 := a.piecesServed.Load(), b.piecesServed.Load(); na2 != na || nb2 != nb {
+	if na2, nb2 := a.servedTo(c.ID()), b.servedTo(c.ID()); na2 != na || nb2 != nb {
 		t.Fatal("second Fetch requested pieces")
 	}
 
@@ -198,7 +198,7 @@ func TestFetchThroughDHT(t *testing.T) {
 	if !bytes.Equal(readFile(t, path), data) {
 		t.Fatal("fetched content differs")
 	}
-	if n := b.piecesServed.Load() - nb; n != 20 {
+	if n := b.servedTo(d.ID()); n != 20 {
 		t.Fatalf("b served %d pieces to d, want 20", n)
 	}
 }
@@ -253,7 +253,7 @@ func TestFetchBadPiece(t *testing.T) {
 		t.Fatalf("bad pieces rejected: %d, want 1", n)
 	}
 	// 11 pieces, one of them sent twice: bad, then good.
-	if ng, nb := good.piecesServed.Load(), bad.piecesServed.Load(); ng+nb != 12 {
+	if ng, nb := good.servedTotal(), bad.servedTotal(); ng+nb != 12 {
 		t.Fatalf("pieces served: good %d, bad %d; want 12 in all", ng, nb)
 	}
 }
@@ -318,7 +318,7 @@ func TestFetchResume(t *testing.T) {
 		t.Fatal("fetched content differs")
 	}
 	missing := m.NumPieces() - len(have)
-	if n := a.piecesServed.Load(); n != int64(missing) {
+	if n := a.servedTotal(); n != missing {
 		t.Fatalf("server sent %d pieces, want only the %d missing", n, missing)
 	}
 	if want := int64(5*piece + 100); first != [2]int64{want, int64(len(data))} {
@@ -368,7 +368,7 @@ func TestFetchAuthorize(t *testing.T) {
 	if !bytes.Equal(readFile(t, path), data) {
 		t.Fatal("fetched content differs")
 	}
-	if closed.piecesServed.Load() != 0 {
+	if closed.servedTotal() != 0 {
 		t.Fatal("refusing peer served pieces")
 	}
 }
@@ -579,5 +579,62 @@ func TestAdvertValidate(t *testing.T) {
 		if _, err := DecodeAdvert([]byte(s)); err == nil {
 			t.Fatalf("DecodeAdvert(%.20q) accepted it", s)
 		}
+	}
+}
+
+// A host closed in the middle of a fetch: Fetch fails, and a new host on
+// the same store directory (a restart) requests only the pieces still
+// missing.
+func TestCloseDuringFetch(t *testing.T) {
+	const piece = 16 << 10
+	data := randBytes(64*piece, 8)
+	a := newHost(t, piece)
+	hash := put(t, a, data)
+	dir := t.TempDir()
+	store1, err := blobstore.Open(dir, blobstore.WithPieceSize(piece))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newHost(t, piece, withStore(store1))
+	connect(t, c, a)
+	ctx := testCtx(t)
+	calls := 0
+	_, err = c.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{a.ID()}, Progress: func(done, total int64) {
+		if calls++; calls == 3 { // two pieces written
+			c.Close()
+		}
+	}})
+	if err == nil {
+		t.Fatal("Fetch succeeded on a closed host")
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("second Close: %v", err)
+	}
+
+	store2, err := blobstore.Open(dir, blobstore.WithPieceSize(piece))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := a.store.Manifest(hash)
+	part, err := store2.Begin(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := len(part.Missing())
+	part.Close()
+	if missing == 0 || missing > 64-2 {
+		t.Fatalf("%d pieces missing after the interrupted fetch, want 1..62", missing)
+	}
+	c2 := newHost(t, piece, withStore(store2))
+	connect(t, c2, a)
+	path, err := c2.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{a.ID()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readFile(t, path), data) {
+		t.Fatal("fetched content differs")
+	}
+	if n := a.servedTo(c2.ID()); n != missing {
+		t.Fatalf("restarted fetch requested %d pieces, want the %d missing", n, missing)
 	}
 }
