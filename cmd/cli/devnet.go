@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,8 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
-	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
-	"github.com/ogpu-network/ogpu/verifier"
 )
 
 func newDevnetCmd() *cobra.Command {
@@ -30,20 +27,28 @@ func newDevnetCmd() *cobra.Command {
 		Use:   "devnet",
 		Short: "Run a market round end to end on an in-process single-validator chain",
 		Long: `Start a single-validator chain in a temporary home, fund demo accounts in
-genesis, make transfers, register three providers, and run two market rounds:
-a job whose two awarded providers agree and are paid, and a job where one
-lies, a dispute is voted by the validator and the liar is slashed. Every step
+genesis and make transfers; then start three provider agents, a validator
+agent and a client on loopback libp2p, and run two LLM jobs (r=2) on the
+stories260K model with llama.cpp: one whose two winners agree and are paid,
+and one where a provider started with --devnet-lie changes a token, the
+validator's teacher-forced check finds it, and the liar is slashed. Every step
 is printed, with balances and the supply check before and after. Nothing
 outside the temporary home is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			keep, _ := cmd.Flags().GetBool("keep")
+			var o DevnetOptions
+			o.Keep, _ = cmd.Flags().GetBool("keep")
+			o.Model, _ = cmd.Flags().GetString("model")
+			o.Threads, _ = cmd.Flags().GetInt("threads")
 			ctx, stop := waitCtx(cmd)
 			defer stop()
-			return RunDevnet(ctx, cmd.OutOrStdout(), keep)
+			_, err := RunDevnet(ctx, cmd.OutOrStdout(), o)
+			return err
 		},
 	}
 	cmd.Flags().Bool("keep", false, "keep the temporary home afterwards and print its path")
+	cmd.Flags().String("model", "", "GGUF model the providers serve (default: stories260K.gguf from $OGPU_MODELS or ../shared/models)")
+	cmd.Flags().Int("threads", 1, "llama.cpp threads per context (every agent runs its own)")
 	return cmd
 }
 
@@ -54,12 +59,13 @@ type devAccount struct {
 }
 
 // RunDevnet runs the devnet script, printing to w: transfers, then two
-// market rounds on chain (an agreed job and a disputed one).
-func RunDevnet(ctx context.Context, w io.Writer, keep bool) error {
+// LLM jobs run by provider agents (an agreed job and a disputed one).
+func RunDevnet(ctx context.Context, w io.Writer, opts DevnetOptions) (*DevnetReport, error) {
+	keep := opts.Keep
 	start := time.Now()
 	home, err := os.MkdirTemp("", "ogpu-devnet-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !keep {
 		defer os.RemoveAll(home)
@@ -72,44 +78,44 @@ func RunDevnet(ctx context.Context, w io.Writer, keep bool) error {
 	}{{"alice", 1000}, {"bob", 100}, {"carol", 0}, {"prov1", 500}, {"prov2", 500}, {"prov3", 500}} {
 		key, err := crypto.GenerateKey()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		acct := devAccount{name: a.name, key: key, addr: crypto.PubkeyToAddress(key.PublicKey)}
 		accts = append(accts, acct)
 		if a.fund > 0 {
 			if err := doc.AddAccount(acct.addr, types.OGPU(a.fund)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	conf, err := node.LocalConfig(home, 200*time.Millisecond)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := node.InitHome(node.InitOptions{Home: home, ChainID: "ogpu-devnet", Moniker: "devnet-validator", Genesis: doc, Config: conf}); err != nil {
-		return err
+		return nil, err
 	}
 	opKey, err := node.LoadOperatorKey(home)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	validator := devAccount{name: "validator", key: opKey, addr: crypto.PubkeyToAddress(opKey.PublicKey)}
 	accts = append(accts, validator)
 	fmt.Fprintf(w, "== oGPU devnet: single validator, chain ogpu-devnet, home %s\n", home)
 	n, err := node.StartChainNode(ctx, conf, log.NewNopLogger(), chain.WithInvariants())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer n.Close()
 	c := &node.Client{RPC: local.New(n.Node)}
 	if err := c.WaitHeight(ctx, 1); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(w, "chain is producing blocks (node %s, validator operator %s)\n", n.NodeInfo().ID(), validator.addr.Hex())
 	d := &devnet{ctx: ctx, w: w, c: c, accts: accts}
 
 	if err := d.printBalances("before"); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintln(w, "\n== transfers")
 	alice, bob, carol := accts[0], accts[1], accts[2]
@@ -119,62 +125,35 @@ func RunDevnet(ctx context.Context, w io.Writer, keep bool) error {
 	}{{alice, bob, types.OGPU(10)}, {bob, carol, mustAmount("2.5ogpu")}} {
 		res, err := d.tx(tr.from, (&escrow.MsgSend{To: tr.to.addr, Amount: tr.amount}).Raw())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(w, "send %s %s -> %s: tx %X in block %d\n", types.FormatAmount(tr.amount), tr.from.name, tr.to.name, res.Hash, res.Height)
 	}
 	// A replay of a used nonce is refused and changes nothing.
 	bz, _, err := c.SignTx(ctx, alice.key, []types.RawMsg{(&escrow.MsgSend{To: bob.addr, Amount: types.OGPU(1)}).Raw()}, node.BuildOptions{Nonce: ptr(uint64(0))})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := c.Broadcast(ctx, bz); err != nil {
 		fmt.Fprintf(w, "replay of alice's nonce 0: %v\n", err)
 	} else {
-		return fmt.Errorf("a replayed nonce was accepted")
+		return nil, fmt.Errorf("a replayed nonce was accepted")
 	}
 
-	fmt.Fprintln(w, "\n== providers register and bond")
-	for _, p := range accts[3:6] {
-		info := market.ProviderInfo{
-			PeerID:     "devnet-" + p.name,
-			Attributes: []string{"gpu/vendor/nvidia/model/h100/ram/80Gi", "cpu/cores/16", "ram/64Gi"},
-			Runtimes:   []string{"llama.cpp"},
-			Class:      "devnet-class",
-		}
-		res, err := d.tx(p, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s registered (gpu/vendor/nvidia/model/h100/ram/80Gi) and bonded 200ogpu in block %d\n", p.name, res.Height)
-	}
-	if err := d.printBalances("before the market rounds"); err != nil {
-		return err
-	}
-	prov := accts[3:6]
-	correct := sha256.Sum256([]byte("Once upon a time, there was a little girl named Lily."))
-	if err := d.round(1, alice, prov, []string{"3ogpu", "4ogpu", "4.5ogpu"}, [2]types.Hash{correct, correct}, validator); err != nil {
-		return err
-	}
-	if err := d.printBalances("after round 1"); err != nil {
-		return err
-	}
-	wrong := sha256.Sum256([]byte("a made-up answer"))
-	if err := d.round(2, alice, prov, []string{"3ogpu", "3.5ogpu", "4ogpu"}, [2]types.Hash{correct, wrong}, validator); err != nil {
-		return err
-	}
-	if err := d.printBalances("after round 2"); err != nil {
-		return err
+	report, err := d.llmRounds(home, opts)
+	if err != nil {
+		return nil, err
 	}
 	st, err := c.RPC.Status(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(w, "\ndevnet done at height %d, app hash %X, in %s\n", st.SyncInfo.LatestBlockHeight, st.SyncInfo.LatestAppHash, time.Since(start).Round(time.Millisecond))
 	if keep {
 		fmt.Fprintf(w, "home kept at %s\n", home)
 	}
-	return nil
+	report.Height = st.SyncInfo.LatestBlockHeight
+	return report, nil
 }
 
 type devnet struct {
@@ -231,121 +210,6 @@ func (d *devnet) printBalances(title string) error {
 	if !total.Eq(types.MaxSupply) {
 		return fmt.Errorf("supply does not add up")
 	}
-	return nil
-}
-
-// round posts a job (r=2), lets three providers bid, waits for the award,
-// has the two winners commit and reveal results[0] and results[1], and,
-// if they differ, has the validator vote for results[0].
-func (d *devnet) round(num int, client devAccount, provs []devAccount, prices []string, results [2]types.Hash, validator devAccount) error {
-	w := d.w
-	fmt.Fprintf(w, "\n== round %d: %s posts an inference job, r=2, cap 5ogpu per replica\n", num, client.name)
-	post := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction,
-		Model: sha256.Sum256([]byte("stories260K.gguf")), ModelSize: 1_185_376, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(5),
-		Req:      market.Requirements{MinStake: types.OGPU(100), Attributes: []string{"gpu/vendor/nvidia", "ram>=32Gi"}, Runtime: "llama.cpp", Class: "devnet-class"},
-		Input:    sha256.Sum256([]byte("Once upon a time")),
-		Windows:  market.Windows{Bid: 3, Reveal: 3, Execute: 5, Verify: 5},
-	}
-	res, err := d.tx(client, post.Raw())
-	if err != nil {
-		return err
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		return err
-	}
-	id := posted.Job
-	fmt.Fprintf(w, "job %d posted in block %d: %s locked in escrow (2 x 5ogpu + validator fee); sealed bids until %d, reveals until %d\n",
-		id, res.Height, types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
-	salts := make([]types.Hash, len(provs))
-	amounts := make([]*uint256.Int, len(provs))
-	for i, p := range provs {
-		amounts[i] = mustAmount(prices[i])
-		salts[i] = sha256.Sum256([]byte(fmt.Sprintf("devnet salt %d %d", num, i)))
-		commit := market.BidCommitment(id, 0, amounts[i], salts[i], p.addr)
-		if _, err := d.tx(p, (&market.MsgCommitBid{Job: id, Stage: 0, Commitment: commit}).Raw()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s sealed a bid (commitment %x..., deposit locked)\n", p.name, commit[:6])
-	}
-	if err := d.c.WaitHeight(d.ctx, int64(posted.BidEnd)); err != nil {
-		return err
-	}
-	for i, p := range provs {
-		if _, err := d.tx(p, (&market.MsgRevealBid{Job: id, Stage: 0, Price: amounts[i], Salt: salts[i]}).Raw()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s revealed %s\n", p.name, types.FormatAmount(amounts[i]))
-	}
-	if err := d.c.WaitHeight(d.ctx, int64(posted.RevealEnd)); err != nil {
-		return err
-	}
-	job, err := d.c.Job(d.ctx, id)
-	if err != nil {
-		return err
-	}
-	if len(job.Tasks) == 0 {
-		return fmt.Errorf("job %d was not awarded: %s", id, job.Phase)
-	}
-	task := job.Tasks[0]
-	fmt.Fprintf(w, "award at the end of block %d (no tx): ", posted.RevealEnd)
-	for i, s := range task.Slots {
-		if i > 0 {
-			fmt.Fprint(w, " and ")
-		}
-		fmt.Fprint(w, d.name(s.Provider))
-	}
-	fmt.Fprintf(w, " win, each paid the third-lowest price %s (uniform price)\n", types.FormatAmount(task.Price))
-	winners := make([]devAccount, len(task.Slots))
-	for i, s := range task.Slots {
-		winners[i] = d.byAddr(s.Provider)
-	}
-	rsalts := make([]types.Hash, len(winners))
-	for i, p := range winners {
-		rsalts[i] = sha256.Sum256([]byte(fmt.Sprintf("devnet result salt %d %d", num, i)))
-		c := verifier.ResultCommitment(results[i], rsalts[i], p.addr)
-		if _, err := d.tx(p, (&verifier.MsgCommitResult{Job: id, Stage: 0, Commitment: c}).Raw()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s committed its result hash (hidden)\n", p.name)
-	}
-	var last *ctypes.ResultTx
-	for i, p := range winners {
-		if last, err = d.tx(p, (&verifier.MsgRevealResult{Job: id, Stage: 0, Result: results[i], Salt: rsalts[i]}).Raw()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s revealed result %x...\n", p.name, results[i][:6])
-	}
-	if results[0] != results[1] {
-		var opened market.EventDisputeOpened
-		if err := node.FindEvent(last, &opened); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "the results differ: dispute opened, validators vote until height %d\n", opened.Deadline)
-		res, err := d.tx(validator, (&verifier.MsgVoteDispute{Job: id, Stage: 0, Result: results[0]}).Raw())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "validator re-executed the task and voted %x... with all the voting power (> 2/3)\n", results[0][:6])
-		last = res
-		var sl market.EventSlashed
-		if err := node.FindEvent(res, &sl); err == nil {
-			fmt.Fprintf(w, "%s slashed %s (%s to %s as compensation, %s burned) and jailed for good: %s\n",
-				d.name(sl.Account), types.FormatAmount(sl.Amount), types.FormatAmount(sl.Compensation), client.name, types.FormatAmount(sl.Burned), sl.Reason)
-		}
-	}
-	var settled market.EventTaskSettled
-	if err := node.FindEvent(last, &settled); err != nil {
-		return err
-	}
-	var done market.EventJobCompleted
-	if err := node.FindEvent(last, &done); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "settled (%s): providers paid %s, %s refunded to %s, validator fee %s to the fee pool (paid out to validators by power)\n",
-		settled.Outcome, types.FormatAmount(done.Paid), types.FormatAmount(done.Refunded), client.name, types.FormatAmount(done.ValidatorFee))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	cmtcfg "github.com/cometbft/cometbft/config"
 	cmtflags "github.com/cometbft/cometbft/libs/cli/flags"
 	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/rpc/client/local"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
@@ -31,7 +32,7 @@ func NewOgpudCommand() *cobra.Command {
 		Version:       chain.Version,
 	}
 	root.PersistentFlags().String("home", "~/.ogpud", "node home directory")
-	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd())
+	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd(), newProviderCmd())
 	return root
 }
 
@@ -198,6 +199,24 @@ func newStartCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s started: chain %s, RPC %s, P2P %s, resuming after height %d\n",
 				n.NodeInfo().ID(), n.GenesisDoc().ChainID, conf.RPC.ListenAddress, conf.P2P.ListenAddress, n.BlockStore().Height())
+			c := &node.Client{RPC: local.New(n.Node)}
+			level, _ := cmd.Flags().GetString("log-level")
+			agentDone := func(name string, err error) {
+				if err != nil && ctx.Err() == nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s agent stopped: %v\n", name, err)
+				}
+			}
+			if on, _ := cmd.Flags().GetBool("provider"); on {
+				go func() { agentDone("provider", runProviderAgent(ctx, cmd, c, home)) }()
+			}
+			if on, _ := cmd.Flags().GetBool("validator-agent"); on {
+				if _, err := os.Stat(node.OperatorKeyFile(home)); err == nil {
+					quietLlama(level)
+					go func() {
+						agentDone("validator", runValidatorAgent(ctx, cmd, c, home, agentLogger(cmd.ErrOrStderr(), level)))
+					}()
+				}
+			}
 			<-ctx.Done()
 			fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
 			h := n.BlockStore().Height()
@@ -209,6 +228,9 @@ func newStartCmd() *cobra.Command {
 		},
 	}
 	addStartFlags(cmd)
+	cmd.Flags().Bool("provider", false, "also run a provider agent in this process (flags as in `ogpud provider run`)")
+	cmd.Flags().Bool("validator-agent", true, "re-check disputed LLM jobs and vote, if this node has an operator key")
+	addProviderFlags(cmd)
 	return cmd
 }
 

@@ -1,0 +1,494 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/hardware"
+	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/wallet"
+)
+
+// addP2PFlags adds the libp2p flags of every agent.
+func addP2PFlags(cmd *cobra.Command, listen []string) {
+	f := cmd.Flags()
+	f.StringArray("listen", listen, "libp2p listen multiaddr (repeatable)")
+	f.StringArray("bootstrap", nil, "libp2p peer to join the DHT through, /ip4/…/p2p/ID (repeatable; registered providers are always used)")
+}
+
+// chainBootstrap lists the registered providers' addresses: the chain is
+// the network's bootstrap list.
+func chainBootstrap(ctx context.Context, c *node.Client, self string) []string {
+	provs, err := c.Providers(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range provs {
+		if p.PeerID == self || p.Tombstoned {
+			continue
+		}
+		for _, a := range p.Addrs {
+			if strings.Contains(a, "/p2p/") {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// openHost starts a libp2p host with key, a blob store under dir and the
+// bootstrap peers from the flags and the chain.
+// A nil listen takes --listen.
+func openHost(ctx context.Context, cmd *cobra.Command, c *node.Client, key *ecdsa.PrivateKey, dir string, access *agent.Access, logger *slog.Logger, listen []string) (*p2p.Host, *blobstore.Store, error) {
+	store, err := blobstore.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if listen == nil {
+		listen, _ = cmd.Flags().GetStringArray("listen")
+	}
+	boot, _ := cmd.Flags().GetStringArray("bootstrap")
+	self, err := p2p.PeerIDOf(&key.PublicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	boot = append(boot, chainBootstrap(ctx, c, self.String())...)
+	h, err := p2p.New(ctx, p2p.Config{Key: key, Listen: listen, Bootstrap: boot, Store: store, Authorize: access.Authorize, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, store, nil
+}
+
+func agentLogger(w io.Writer, level string) *slog.Logger {
+	lv := slog.LevelInfo
+	_ = lv.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv}))
+}
+
+// quietLlama keeps llama.cpp's own logging (through slog.Default) out of
+// the output unless --log-level is debug.
+func quietLlama(level string) {
+	if level != "debug" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+}
+
+// ---- ogpud provider run
+
+func newProviderCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "provider", Short: "Run a provider agent: bid on jobs, run them with llama.cpp, get paid"}
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run a provider agent against a node until interrupted",
+		Long: `Run a provider agent against any full node (--node). The agent imports the
+--model files into its content-addressed store (HOME/provider/blobs), detects
+the hardware, measures tokens per second, registers (or updates) the provider
+record with its libp2p peer id and bonds --bond; then it follows the chain:
+prices every posted job it can run (built-in per-token price, or
+--pricing-script), seals and reveals bids, and on an award fetches the prompt
+from the client, generates, commits and reveals the result hash and serves
+the output. The account key comes from the ogpu wallet (--wallet, --from;
+password from --password-file or OGPU_PASSWORD).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := waitCtx(cmd)
+			defer stop()
+			c, err := dialNode(cmd)
+			if err != nil {
+				return err
+			}
+			return runProviderAgent(ctx, cmd, c, homeFlag(cmd))
+		},
+	}
+	run.Flags().String("node", "http://127.0.0.1:26657", "RPC address of the node")
+	addProviderFlags(run)
+	cmd.AddCommand(run)
+	return cmd
+}
+
+func addProviderFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("wallet", "~/.ogpu", "ogpu wallet home holding the provider's key (keystore/)")
+	f.String("from", "", "name or address of the provider's key in the wallet")
+	f.String("password-file", "", "read the key password from this file (else OGPU_PASSWORD or a prompt)")
+	f.StringArray("model", nil, "GGUF model file to serve (repeatable)")
+	f.StringArray("want-model", nil, "sha256 of a model to fetch from peers and serve (repeatable)")
+	f.String("pricing-script", "", "executable that reads the job as JSON on stdin and prints a price (docs/pricing-scripts.md)")
+	f.String("price-base", "0.1ogpu", "built-in strategy: price per job")
+	f.String("price-per-token", "0.05ogpu", "built-in strategy: price per token of the job's budget")
+	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
+	f.Int("threads", 0, "llama.cpp threads (default min(4, CPUs)); part of the determinism class")
+	f.Int("batch", 512, "llama.cpp batch size; part of the determinism class")
+	f.String("log-level", "info", "debug, info, warn or error")
+	f.Bool("devnet-lie", false, "DEVNET ONLY: change one token of every output (shows the dispute path; you will be slashed)")
+	_ = f.MarkHidden("devnet-lie")
+	addP2PFlags(cmd, []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"})
+}
+
+func walletKey(cmd *cobra.Command) (*ecdsa.PrivateKey, error) {
+	dir, _ := cmd.Flags().GetString("wallet")
+	from, _ := cmd.Flags().GetString("from")
+	if from == "" {
+		return nil, fmt.Errorf("--from is required: the name or address of the provider's key in the wallet at %s", dir)
+	}
+	w, err := wallet.Open(filepath.Join(expandHome(dir), "keystore"))
+	if err != nil {
+		return nil, err
+	}
+	k, err := w.Find(from)
+	if err != nil {
+		return nil, fmt.Errorf("%w (create one with `ogpu keys add NAME --home %s`)", err, dir)
+	}
+	file, _ := cmd.Flags().GetString("password-file")
+	pw, err := wallet.ReadPassword(file, PasswordEnv, fmt.Sprintf("Password of %s: ", k.Name), false, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	return w.Unlock(k.Name, pw)
+}
+
+func llmOptions(cmd *cobra.Command) llm.Options {
+	threads, _ := cmd.Flags().GetInt("threads")
+	if threads <= 0 {
+		threads = llm.DefaultThreads()
+	}
+	batch, _ := cmd.Flags().GetInt("batch")
+	return llm.Options{Threads: threads, BatchSize: batch, ContextSize: 2048}
+}
+
+func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, home string) error {
+	f := cmd.Flags()
+	level, _ := f.GetString("log-level")
+	quietLlama(level)
+	logger := agentLogger(cmd.ErrOrStderr(), level)
+	key, err := walletKey(cmd)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(home, "provider")
+	nodeKey, err := p2p.LoadOrCreateKey(filepath.Join(dir, "node_key"))
+	if err != nil {
+		return err
+	}
+	access := agent.NewAccess(c)
+	h, store, err := openHost(ctx, cmd, c, nodeKey, dir, access, logger, nil)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	cfg := agent.ProviderConfig{Chain: c, Key: key, Host: h, Store: store, LLM: llmOptions(cmd), StateDir: filepath.Join(dir, "state"), Logger: logger}
+	files, _ := f.GetStringArray("model")
+	for _, file := range files {
+		hash, err := store.PutFile(file)
+		if err != nil {
+			return fmt.Errorf("import model %s: %w", file, err)
+		}
+		logger.Info("serving model", "file", file, "sha256", fmt.Sprintf("%x", hash))
+		cfg.Models = append(cfg.Models, hash)
+	}
+	wants, _ := f.GetStringArray("want-model")
+	for _, s := range wants {
+		hash, err := parseHash("model hash", s)
+		if err != nil {
+			return err
+		}
+		cfg.Want = append(cfg.Want, hash)
+	}
+	if script, _ := f.GetString("pricing-script"); script != "" {
+		cfg.Strategy = &pricing.Script{Path: script}
+	} else {
+		base, _ := f.GetString("price-base")
+		per, _ := f.GetString("price-per-token")
+		var s pricing.PerToken
+		if s.Base, err = types.ParseAmount(base); err != nil {
+			return fmt.Errorf("--price-base: %w", err)
+		}
+		if s.PerToken, err = types.ParseAmount(per); err != nil {
+			return fmt.Errorf("--price-per-token: %w", err)
+		}
+		cfg.Strategy = s
+	}
+	if b, _ := f.GetString("bond"); b != "" {
+		if cfg.Bond, err = types.ParseAmount(b); err != nil {
+			return fmt.Errorf("--bond: %w", err)
+		}
+	}
+	cfg.Lie, _ = f.GetBool("devnet-lie")
+	if cfg.Lie {
+		logger.Warn("--devnet-lie: every output will have one token changed; the chain will slash this provider")
+	}
+	hw, err := hardware.Detect(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.Attributes = hw.Attributes()
+	p, err := agent.NewProvider(cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if len(cfg.Models) > 0 {
+		if m, err := p.Model(cfg.Models[0]); err == nil {
+			if tps, err := llm.MeasureTPS(ctx, m, 32); err == nil {
+				cfg.Attributes = append(cfg.Attributes, hardware.TPSAttribute(tps))
+				p.SetAttributes(cfg.Attributes)
+				logger.Info("measured", "tokens_per_second", int(tps))
+			}
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "provider %s: peer %s listening on %s\n", p.Address().Hex(), h.ID(), strings.Join(h.Addrs(), " "))
+	err = p.Run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// runValidatorAgent runs the validator agent with the node's operator key
+// (HOME/config/operator_key.hex) until ctx ends.
+func runValidatorAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, home string, logger *slog.Logger) error {
+	key, err := node.LoadOperatorKey(home)
+	if err != nil {
+		return err
+	}
+	access := agent.NewAccess(c)
+	h, store, err := openHost(ctx, cmd, c, key, filepath.Join(home, "validator-agent"), access, logger,
+		[]string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	v := agent.NewValidator(c, key, h, store, llmOptions(cmd))
+	v.Logger = logger
+	defer v.Close()
+	logger.Info("validator agent running", "operator", v.Address().Hex(), "peer", h.ID())
+	return v.Run(ctx)
+}
+
+// ---- ogpu job run / result
+
+func newJobCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Short: "Run jobs on the market and read their results"}
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Post an LLM job, serve the prompt to the winners, stream the text, wait for payment",
+		Long: `Post an inference job from --from's account and follow it to the end: the
+sealed-bid auction, the award, the prompt served over libp2p to the winning
+providers only, the text streamed from the first winner as it is generated,
+the result hashes committed and revealed on chain, the verification outcome,
+the price paid and the refund. The text goes to stdout, progress to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: runJobRun,
+	}
+	f := run.Flags()
+	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed)")
+	f.String("prompt", "", "the prompt")
+	f.Uint64("max-tokens", 64, "tokens to generate at most")
+	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
+	f.String("max-price", "5ogpu", "price cap per provider")
+	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
+	f.String("class", "", "determinism class the providers must be in")
+	f.Uint64("bid-blocks", 5, "blocks of sealed bidding")
+	f.Uint64("reveal-blocks", 5, "blocks of bid reveals")
+	f.Uint64("execute-blocks", 40, "blocks from the award to the last result commitment")
+	f.Uint64("verify-blocks", 20, "blocks to reveal results")
+	f.String("from", "", "name or address of the paying key (required)")
+	f.Duration("timeout", 10*time.Minute, "give up waiting after this long (the job goes on on chain)")
+	addP2PFlags(run, []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
+	_ = run.MarkFlagRequired("model")
+	_ = run.MarkFlagRequired("prompt")
+	_ = run.MarkFlagRequired("from")
+
+	result := &cobra.Command{
+		Use:   "result JOB",
+		Short: "Fetch the verified output of a settled LLM job from the providers that produced it",
+		Args:  cobra.ExactArgs(1),
+		RunE:  runJobResult,
+	}
+	result.Flags().String("from", "", "key to fetch with (the job's client; providers serve outputs to the job's parties only)")
+	result.Flags().Duration("timeout", time.Minute, "give up after this long")
+	addP2PFlags(result, []string{"/ip4/0.0.0.0/tcp/0"})
+	_ = result.MarkFlagRequired("from")
+	cmd.AddCommand(run, result)
+	return cmd
+}
+
+// clientSession unlocks --from and starts a client host with its key.
+func clientSession(cmd *cobra.Command, ctx context.Context) (*agent.Client, func(), error) {
+	w, err := openWallet(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, _ := cmd.Flags().GetString("from")
+	k, err := w.Find(from)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (create one with `ogpu keys add NAME`)", err)
+	}
+	pw, err := password(cmd, fmt.Sprintf("Password of %s: ", k.Name), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := w.Unlock(k.Name, pw)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := dialNode(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	home, _ := cmd.Flags().GetString("home")
+	access := agent.NewAccess(c)
+	logger := agentLogger(cmd.ErrOrStderr(), "warn")
+	h, store, err := openHost(ctx, cmd, c, key, filepath.Join(expandHome(home), "client"), access, logger, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := agent.NewClient(c, key, h, store, access)
+	cl.Logger = logger
+	return cl, func() { h.Close() }, nil
+}
+
+// modelArg resolves --model: a 0x/hex sha256, or a file whose hash and
+// size are computed.
+func modelArg(s string) (types.Hash, uint64, error) {
+	if st, err := os.Stat(s); err == nil && !st.IsDir() {
+		f, err := os.Open(s)
+		if err != nil {
+			return types.Hash{}, 0, err
+		}
+		defer f.Close()
+		hw := sha256.New()
+		n, err := io.Copy(hw, f)
+		if err != nil {
+			return types.Hash{}, 0, err
+		}
+		return types.BytesToHash(hw.Sum(nil)), uint64(n), nil
+	}
+	h, err := parseHash("model", s)
+	if err != nil {
+		return types.Hash{}, 0, fmt.Errorf("--model %q is neither a file nor a sha256 hash", s)
+	}
+	return h, 0, nil
+}
+
+func runJobRun(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	t, _ := f.GetDuration("timeout")
+	ctx, stop := waitCtx(cmd)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	var j agent.LLMJob
+	var err error
+	modelStr, _ := f.GetString("model")
+	if j.Model, j.ModelSize, err = modelArg(modelStr); err != nil {
+		return err
+	}
+	j.Prompt, _ = f.GetString("prompt")
+	j.MaxTokens, _ = f.GetUint64("max-tokens")
+	j.Redundancy, _ = f.GetUint16("redundancy")
+	price, _ := f.GetString("max-price")
+	if j.MaxPrice, err = parsePositiveAmount("max price", price); err != nil {
+		return err
+	}
+	j.Req = market.Requirements{MinStake: types.OGPU(0)}
+	j.Req.Attributes, _ = f.GetStringArray("require")
+	j.Req.Class, _ = f.GetString("class")
+	j.Windows.Bid, _ = f.GetUint64("bid-blocks")
+	j.Windows.Reveal, _ = f.GetUint64("reveal-blocks")
+	j.Windows.Execute, _ = f.GetUint64("execute-blocks")
+	j.Windows.Verify, _ = f.GetUint64("verify-blocks")
+	cl, closeFn, err := clientSession(cmd, ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	asJSON := jsonOutput(cmd)
+	errw, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	streaming := false
+	res, err := cl.RunLLM(ctx, j, func(format string, a ...any) {
+		if streaming {
+			fmt.Fprintln(out)
+			streaming = false
+		}
+		fmt.Fprintf(errw, format+"\n", a...)
+	}, func(piece string) {
+		if asJSON {
+			return
+		}
+		if !streaming {
+			fmt.Fprint(out, j.Prompt)
+			streaming = true
+		}
+		fmt.Fprint(out, piece)
+	})
+	if streaming {
+		fmt.Fprintln(out)
+	}
+	if err != nil {
+		return err
+	}
+	return printJobResult(cmd, res)
+}
+
+func printJobResult(cmd *cobra.Command, res *agent.LLMResult) error {
+	out := cmd.OutOrStdout()
+	if jsonOutput(cmd) {
+		return output(cmd, res, nil)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "job %d %s: result %x\n", res.Job, res.Outcome, res.Result)
+	if res.Overruled {
+		fmt.Fprintf(out, "the streamed text was overruled; the verified text is:\n%s\n", res.Text)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "paid %s to providers, refunded %s, compensation %s, validator fee %s; %d blocks, %s\n",
+		types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.Compensated),
+		types.FormatAmount(res.ValidatorFee), res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
+	return nil
+}
+
+func runJobResult(cmd *cobra.Command, args []string) error {
+	id, err := strconv.ParseUint(args[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("job id %q: %w", args[0], err)
+	}
+	t, _ := cmd.Flags().GetDuration("timeout")
+	ctx, stop := waitCtx(cmd)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	cl, closeFn, err := clientSession(cmd, ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	text, err := cl.FetchText(ctx, id)
+	if err != nil {
+		return err
+	}
+	return output(cmd, map[string]any{"job": id, "text": text}, func(w io.Writer) { fmt.Fprintln(w, text) })
+}
+
+func jsonOutput(cmd *cobra.Command) bool {
+	f, _ := cmd.Flags().GetString("output")
+	return f == "json"
+}

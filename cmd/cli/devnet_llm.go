@@ -1,0 +1,326 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/hardware"
+	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// DevnetOptions configure RunDevnet.
+type DevnetOptions struct {
+	// Keep keeps the temporary home.
+	Keep bool
+	// Model is the GGUF file the providers serve (default: the shared
+	// stories260K.gguf, found by FindModel).
+	Model string
+	// Threads per llama.cpp context (default llm.DefaultThreads).
+	Threads int
+}
+
+// DevnetReport is what the devnet did, for tests.
+type DevnetReport struct {
+	Rounds []*agent.LLMResult
+	// Liar is the provider that lied in round 2; LiarSlashed whether the
+	// chain slashed it.
+	Liar        types.Address
+	LiarSlashed bool
+	Height      int64
+}
+
+// devnetLogger prints an agent's log lines as "  [name] message k=v".
+type devnetLogger struct {
+	w     io.Writer
+	name  string
+	attrs []slog.Attr
+}
+
+func (l devnetLogger) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
+
+func (l devnetLogger) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "   [%s] %s", l.name, r.Message)
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range l.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	b.WriteByte('\n')
+	_, err := io.WriteString(l.w, b.String()) // one write: w serializes writers
+	return err
+}
+
+func (l devnetLogger) WithAttrs(as []slog.Attr) slog.Handler {
+	l.attrs = append(append([]slog.Attr{}, l.attrs...), as...)
+	return l
+}
+
+func (l devnetLogger) WithGroup(string) slog.Handler { return l }
+
+// syncWriter serializes writes from the agents' goroutines.
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+type devProvider struct {
+	acct   devAccount
+	host   *p2p.Host
+	store  *blobstore.Store
+	price  pricing.Strategy
+	cancel context.CancelFunc
+	done   chan error
+	agent  *agent.Provider
+}
+
+// llmRounds starts three provider agents, a validator agent and a client
+// on loopback libp2p, and runs two LLM jobs: one the providers agree on,
+// and one where prov2 lies and is slashed.
+func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, error) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	defer cancel()
+	var mu sync.Mutex
+	w := syncWriter{&mu, d.w}
+	d.w = w
+	logger := func(name string) *slog.Logger { return slog.New(devnetLogger{w: d.w, name: name}) }
+	// llama.cpp logs through slog.Default: keep its chatter out.
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer slog.SetDefault(prev)
+
+	modelPath := opts.Model
+	if modelPath == "" {
+		var err error
+		if modelPath, err = agent.FindModel(); err != nil {
+			return nil, err
+		}
+	}
+	threads := opts.Threads
+	if threads == 0 {
+		threads = 1 // four llama.cpp contexts share this machine's cores
+	}
+	lo := llm.Options{Threads: threads, BatchSize: 512, ContextSize: 512}
+	hw, err := hardware.Detect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	attrs := hw.Attributes()
+
+	fmt.Fprintln(w, "\n== libp2p: a validator agent, three providers and a client on loopback (Noise over TCP and QUIC)")
+	newHost := func(name string, key *ecdsa.PrivateKey, access *agent.Access, bootstrap []string) (*p2p.Host, *blobstore.Store, error) {
+		store, err := blobstore.Open(filepath.Join(home, "p2p", name, "blobs"))
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg := p2p.Config{Key: key, Store: store, Bootstrap: bootstrap, Logger: logger(name),
+			Listen: []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}}
+		if access != nil {
+			cfg.Authorize = access.Authorize
+		}
+		h, err := p2p.New(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, store, nil
+	}
+	validator := d.accts[len(d.accts)-1]
+	vAccess := agent.NewAccess(d.c)
+	vHost, vStore, err := newHost("validator", validator.key, vAccess, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer vHost.Close()
+	boot := vHost.Addrs()
+	fmt.Fprintf(w, "validator agent %s listening on %s\n", vHost.ID(), strings.Join(boot, " "))
+	va := agent.NewValidator(d.c, validator.key, vHost, vStore, lo)
+	va.Logger = logger("validator")
+	defer va.Close()
+	go func() { _ = va.Run(ctx) }()
+
+	modelHash := types.Hash{}
+	per := func(milli uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(milli), uint256.NewInt(1000)) }
+	provs := make([]*devProvider, 3)
+	for i := range provs {
+		acct := d.accts[3+i]
+		nodeKey, err := p2p.LoadOrCreateKey(filepath.Join(home, "p2p", acct.name, "node_key"))
+		if err != nil {
+			return nil, err
+		}
+		dp := &devProvider{acct: acct, price: pricing.PerToken{Base: per(100), PerToken: per(40 + 10*uint64(i))}}
+		access := agent.NewAccess(d.c)
+		if dp.host, dp.store, err = newHost(acct.name, nodeKey, access, boot); err != nil {
+			return nil, err
+		}
+		defer dp.host.Close()
+		if i < 2 {
+			if modelHash, err = dp.store.PutFile(modelPath); err != nil {
+				return nil, err
+			}
+		}
+		provs[i] = dp
+		_ = access
+	}
+	st, err := os.Stat(modelPath)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "model %s: sha256 %x, %d bytes; prov1 and prov2 have it, prov3 fetches it from them through the DHT\n",
+		filepath.Base(modelPath), modelHash, st.Size())
+
+	start := func(dp *devProvider, lie bool) error {
+		cfg := agent.ProviderConfig{
+			Chain: d.c, Key: dp.acct.key, Host: dp.host, Store: dp.store, LLM: lo, Strategy: dp.price,
+			Attributes: attrs, Bond: types.OGPU(200), StateDir: filepath.Join(home, "p2p", dp.acct.name, "state"),
+			Logger: logger(dp.acct.name), Lie: lie,
+		}
+		if dp.store.Has(modelHash) {
+			cfg.Models = []types.Hash{modelHash}
+		} else {
+			cfg.Want = []types.Hash{modelHash}
+		}
+		a, err := agent.NewProvider(cfg)
+		if err != nil {
+			return err
+		}
+		pctx, pcancel := context.WithCancel(ctx)
+		dp.agent, dp.cancel, dp.done = a, pcancel, make(chan error, 1)
+		ready := make(chan struct{})
+		go func() {
+			info, err := a.Prepare(pctx)
+			if err == nil {
+				err = a.Register(pctx, info)
+			}
+			close(ready)
+			if err != nil {
+				dp.done <- err
+				return
+			}
+			dp.done <- a.Serve(pctx)
+		}()
+		<-ready
+		select {
+		case err := <-dp.done:
+			return fmt.Errorf("%s: %w", dp.acct.name, err)
+		default:
+			return nil
+		}
+	}
+	stop := func(dp *devProvider) {
+		dp.cancel()
+		<-dp.done
+		dp.agent.Close()
+	}
+	for _, dp := range provs {
+		if err := start(dp, false); err != nil {
+			return nil, err
+		}
+		defer func() { dp.cancel() }()
+	}
+	fmt.Fprintf(w, "providers registered with their peer ids, %d hardware attributes (e.g. %s), runtime llama.cpp, and 200ogpu bonded each\n",
+		len(attrs), attrs[0])
+	if err := d.printBalances("before the LLM rounds"); err != nil {
+		return nil, err
+	}
+
+	alice := d.accts[0]
+	cAccess := agent.NewAccess(d.c)
+	cHost, cStore, err := newHost("alice", alice.key, cAccess, boot)
+	if err != nil {
+		return nil, err
+	}
+	defer cHost.Close()
+	client := agent.NewClient(d.c, alice.key, cHost, cStore, cAccess)
+	client.Logger = logger("alice")
+	job := agent.LLMJob{
+		Model: modelHash, ModelSize: uint64(st.Size()), Prompt: "Once upon a time", MaxTokens: 48,
+		Redundancy: 2, MaxPrice: types.OGPU(5),
+		Req:     market.Requirements{MinStake: types.OGPU(100), Attributes: []string{"ram>=1Gi"}},
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 25, Verify: 15},
+	}
+	report := &DevnetReport{}
+	round := func(n int, title string) (*agent.LLMResult, error) {
+		fmt.Fprintf(w, "\n== round %d: %s\n", n, title)
+		fmt.Fprintf(w, "alice: ogpu job run --prompt %q --max-tokens %d --redundancy 2 --max-price 5ogpu\n", job.Prompt, job.MaxTokens)
+		var pairs []string
+		for _, a := range d.accts {
+			pairs = append(pairs, a.addr.Hex(), a.name)
+		}
+		names := strings.NewReplacer(pairs...)
+		var streaming atomic.Bool // the stream and the chain events come from different goroutines
+		res, err := client.RunLLM(ctx, job, func(f string, a ...any) {
+			line := "-> " + names.Replace(fmt.Sprintf(f, a...))
+			if streaming.Swap(false) {
+				line = "\n" + line
+			}
+			fmt.Fprintln(w, line)
+		}, func(piece string) {
+			if !streaming.Swap(true) {
+				piece = "-> streamed from the first winner: " + job.Prompt + piece
+			}
+			fmt.Fprint(w, piece)
+		})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "verified text (%s, result %x...): %q\n", res.Outcome, res.Result[:6], res.Text)
+		if res.Overruled {
+			fmt.Fprintf(w, "(the streamed text came from %s, whose result was overruled)\n", d.name(res.StreamedFrom))
+		}
+		fmt.Fprintf(w, "job %d: providers paid %s, alice refunded %s, compensated %s, validator fee %s; %d blocks from post to payment, %s\n",
+			res.Job, types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.Compensated),
+			types.FormatAmount(res.ValidatorFee), res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
+		report.Rounds = append(report.Rounds, res)
+		return res, d.printBalances(fmt.Sprintf("after round %d", n))
+	}
+	if _, err := round(1, "an LLM job the two winners agree on"); err != nil {
+		return nil, err
+	}
+	liar := provs[1]
+	fmt.Fprintf(w, "\nprov2 restarts with the devnet-only --devnet-lie flag: it will change one token of its output\n")
+	stop(liar)
+	if err := start(liar, true); err != nil {
+		return nil, err
+	}
+	if _, err := round(2, "prov2 lies"); err != nil {
+		return nil, err
+	}
+	report.Liar = liar.acct.addr
+	pv, err := d.c.Provider(ctx, liar.acct.addr)
+	if err != nil {
+		return nil, err
+	}
+	report.LiarSlashed = pv.Tombstoned
+	if !pv.Tombstoned {
+		return report, errors.New("the lying provider was not slashed")
+	}
+	fmt.Fprintf(w, "prov2 is tombstoned for fraud: reputation %d/1000, bonded %s\n", pv.Score, types.FormatAmount(pv.Bonded))
+	return report, nil
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ogpu-network/ogpu/node/agent"
+)
+
+// TestDevnet runs the devnet's two LLM rounds end to end: a real in-process
+// CometBFT chain, real libp2p hosts on loopback, real llama.cpp on the real
+// stories260K model. Round 1 settles on the agreed output; in round 2 the
+// lying provider's output fails the validator's teacher-forced check and it
+// is slashed, and the client still gets the verified text.
+func TestDevnet(t *testing.T) {
+	if _, err := agent.FindModel(); err != nil {
+		t.Fatalf("the devnet needs the shared model: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := RunDevnet(ctx, &out, DevnetOptions{Threads: 1})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rounds) != 2 {
+		t.Fatalf("%d rounds, want 2", len(rep.Rounds))
+	}
+	r1, r2 := rep.Rounds[0], rep.Rounds[1]
+	if r1.Outcome != "agreed" || r2.Outcome != "verdict" {
+		t.Errorf("outcomes %q, %q; want agreed, verdict", r1.Outcome, r2.Outcome)
+	}
+	if !strings.Contains(r1.Text, "Lily") {
+		t.Errorf("round 1 text %q is not the model's greedy TinyStories answer", r1.Text)
+	}
+	if r2.Text != r1.Text {
+		t.Errorf("round 2 settled on %q, want round 1's text", r2.Text)
+	}
+	if !rep.LiarSlashed || r2.Compensated.IsZero() {
+		t.Errorf("liar slashed %v, client compensated %s", rep.LiarSlashed, r2.Compensated)
+	}
+	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 4 {
+		t.Error("the supply check did not hold at every step")
+	}
+}
