@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 # Packages with goroutines of their own: run under the race detector.
-RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/...
+RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
 
 .PHONY: all build test unit race vet lint fmt fuzz bench devnet clean

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
@@ -301,7 +302,7 @@ the price paid and the refund. The text goes to stdout, progress to stderr.`,
 		RunE: runJobRun,
 	}
 	f := run.Flags()
-	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed)")
+	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed); default: the model most providers serve")
 	f.String("prompt", "", "the prompt")
 	f.Uint64("max-tokens", 64, "tokens to generate at most")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
@@ -315,7 +316,6 @@ the price paid and the refund. The text goes to stdout, progress to stderr.`,
 	f.String("from", "", "name or address of the paying key (required)")
 	f.Duration("timeout", 10*time.Minute, "give up waiting after this long (the job goes on on chain)")
 	addP2PFlags(run, []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
-	_ = run.MarkFlagRequired("model")
 	_ = run.MarkFlagRequired("prompt")
 	_ = run.MarkFlagRequired("from")
 
@@ -401,7 +401,16 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	var j agent.LLMJob
 	var err error
 	modelStr, _ := f.GetString("model")
-	if j.Model, j.ModelSize, err = modelArg(modelStr); err != nil {
+	if modelStr == "" {
+		c, err := dialNode(cmd)
+		if err != nil {
+			return err
+		}
+		if j.Model, err = popularModel(ctx, c); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "model %x (served by the most providers; choose with --model)\n", j.Model)
+	} else if j.Model, j.ModelSize, err = modelArg(modelStr); err != nil {
 		return err
 	}
 	j.Prompt, _ = f.GetString("prompt")
@@ -491,4 +500,30 @@ func runJobResult(cmd *cobra.Command, args []string) error {
 func jsonOutput(cmd *cobra.Command) bool {
 	f, _ := cmd.Flags().GetString("output")
 	return f == "json"
+}
+
+// popularModel is the model served by the most registered providers (ties:
+// the lowest hash), for a job run without --model.
+func popularModel(ctx context.Context, c *node.Client) (types.Hash, error) {
+	provs, err := c.Providers(ctx)
+	if err != nil {
+		return types.Hash{}, err
+	}
+	count := map[types.Hash]int{}
+	var best types.Hash
+	for _, p := range provs {
+		if p.Tombstoned {
+			continue
+		}
+		for _, m := range p.Models {
+			count[m]++
+			if n := count[m]; n > count[best] || n == count[best] && bytes.Compare(m[:], best[:]) < 0 {
+				best = m
+			}
+		}
+	}
+	if count[best] == 0 {
+		return types.Hash{}, fmt.Errorf("no registered provider serves a model: pass --model HASH|FILE")
+	}
+	return best, nil
 }

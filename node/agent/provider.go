@@ -499,6 +499,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 		return err
 	}
 	f := p.feeds.get(k.Job)
+	t1 := time.Now()
 	out, err := m.Generate(ctx, llm.Request{Prompt: in.Prompt, MaxTokens: int(j.MaxTokens)}, func(tok int, piece string) error {
 		t := tok
 		f.push(streamMsg{Token: &t, Piece: piece})
@@ -507,6 +508,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
+	took := time.Since(t1)
+	p.log.Info("generated", "job", k.Job, "tokens", len(out.Tokens), "took", took.Round(time.Microsecond),
+		"tokens_per_second", int(float64(len(out.Tokens))/took.Seconds()))
 	res := &LLMOutput{Version: 1, Job: k.Job, Tokens: out.Tokens, Text: out.Text}
 	if p.cfg.Lie && len(res.Tokens) > 0 {
 		i := len(res.Tokens) / 2
