@@ -131,7 +131,7 @@ func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testPro
 	p, err := NewProvider(ProviderConfig{
 		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Models: []types.Hash{hash}, LLM: n.lo,
 		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)}, Attributes: []string{"ram/16Gi"},
-		Bond: types.OGPU(200), StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
+		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
 		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
 	})
 	if err != nil {
@@ -265,4 +265,29 @@ func TestProviderKilledAfterBidding(t *testing.T) {
 		t.Errorf("paid %s, want 2 × %s", res.Paid, j.Prices[0])
 	}
 	n.supplyIsCap()
+}
+
+// TestProviderAdvertises: a running provider gossips a signed capability
+// advert naming its account, peer, runtime and model.
+func TestProviderAdvertises(t *testing.T) {
+	n := newTestNet(t)
+	k, _ := ethcrypto.GenerateKey()
+	watcher, _ := n.host("watcher", k)
+	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+	defer cancel()
+	ads, err := watcher.Adverts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := n.provider("prov1", 40, false)
+	for a := range ads {
+		if a.Provider != p.agent.Address() {
+			continue
+		}
+		if a.PeerID != p.host.ID().String() || len(a.Models) != 1 || a.Models[0] != n.model || a.Runtimes[0] != Runtime || a.Class == "" {
+			t.Fatalf("advert %+v", a)
+		}
+		return
+	}
+	t.Fatal("no advert from the provider before the test's deadline")
 }

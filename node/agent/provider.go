@@ -52,6 +52,9 @@ type ProviderConfig struct {
 	// StateDir keeps bid and result secrets so a restart can still reveal.
 	StateDir string
 	Logger   *slog.Logger
+	// AdvertEvery is how often to gossip the capability advert
+	// (default AdvertInterval).
+	AdvertEvery time.Duration
 	// Lie makes the provider change one token of every output before it
 	// commits: a devnet-only switch that shows the dispute path.
 	Lie bool
@@ -286,11 +289,40 @@ func (p *Provider) Serve(ctx context.Context) error {
 		return err
 	}
 	p.log.Info("provider running", "address", p.addr.Hex(), "peer", p.cfg.Host.ID(), "class", p.class)
+	every := p.cfg.AdvertEvery
+	if every <= 0 {
+		every = AdvertInterval
+	}
+	p.spawn(func() { p.advertise(ctx, every) })
 	for b := range blocks {
 		p.onBlock(ctx, b)
 	}
 	p.work.Wait()
 	return ctx.Err()
+}
+
+// AdvertInterval is how often a provider gossips its capability advert.
+const AdvertInterval = 30 * time.Second
+
+// advertise publishes the provider's signed capability advert on the
+// adverts topic now and every interval until ctx ends.
+func (p *Provider) advertise(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		a := p2p.Advert{PeerID: p.cfg.Host.ID().String(), Addrs: p.cfg.Host.Addrs(), Provider: p.addr,
+			Attributes: p.cfg.Attributes, Runtimes: []string{Runtime}, Models: p.cfg.Models, Class: p.class, Time: time.Now().Unix()}
+		p.mu.Unlock()
+		if err := p.cfg.Host.PublishAdvert(ctx, a); err != nil && ctx.Err() == nil {
+			p.log.Debug("cannot publish advert", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // spawn runs f in a goroutine that Serve waits for.
