@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -234,6 +235,7 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 			return fmt.Errorf("--bond: %w", err)
 		}
 	}
+	cfg.FetchProgress = progressBar(cmd.ErrOrStderr())
 	cfg.Lie, _ = f.GetBool("devnet-lie")
 	if cfg.Lie {
 		logger.Warn("--devnet-lie: every output will have one token changed; the chain will slash this provider")
@@ -526,4 +528,29 @@ func popularModel(ctx context.Context, c *node.Client) (types.Hash, error) {
 		return types.Hash{}, fmt.Errorf("no registered provider serves a model: pass --model HASH|FILE")
 	}
 	return best, nil
+}
+
+// progressBar draws a one-line bar per model fetch on w:
+// "model 270cba1b… [##########          ]  52%  0.6/1.2 MB".
+func progressBar(w io.Writer) func(types.Hash, int64, int64) {
+	var mu sync.Mutex
+	last := map[types.Hash]int64{}
+	return func(h types.Hash, done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total <= 0 {
+			return
+		}
+		pct := done * 100 / total
+		if prev, ok := last[h]; ok && pct == prev && done != total {
+			return
+		}
+		last[h] = pct
+		n := int(pct / 5)
+		fmt.Fprintf(w, "\rmodel %x… [%s%s] %3d%%  %.1f/%.1f MB", h[:4], strings.Repeat("#", n), strings.Repeat(" ", 20-n),
+			pct, float64(done)/1e6, float64(total)/1e6)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
 }

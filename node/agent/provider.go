@@ -52,6 +52,9 @@ type ProviderConfig struct {
 	// StateDir keeps bid and result secrets so a restart can still reveal.
 	StateDir string
 	Logger   *slog.Logger
+	// FetchProgress, if set, sees the bytes of each wanted model as it
+	// is fetched (the CLI draws a progress bar).
+	FetchProgress func(model types.Hash, done, total int64)
 	// AdvertEvery is how often to gossip the capability advert
 	// (default AdvertInterval).
 	AdvertEvery time.Duration
@@ -195,7 +198,11 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 			continue
 		}
 		p.log.Info("fetching model from peers", "model", fmt.Sprintf("%x", h[:8]))
-		if _, err := p.cfg.Host.Fetch(ctx, h, p2p.FetchOptions{}); err != nil {
+		var progress func(done, total int64)
+		if f := p.cfg.FetchProgress; f != nil {
+			progress = func(done, total int64) { f(h, done, total) }
+		}
+		if _, err := p.cfg.Host.Fetch(ctx, h, p2p.FetchOptions{Progress: progress}); err != nil {
 			return nil, fmt.Errorf("fetch model %x: %w", h, err)
 		}
 		p.cfg.Models = append(p.cfg.Models, h)
