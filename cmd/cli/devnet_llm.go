@@ -106,7 +106,10 @@ type devProvider struct {
 // and one where prov2 lies and is slashed.
 func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, error) {
 	ctx, cancel := context.WithCancel(d.ctx)
-	defer cancel()
+	// Every agent goroutine has stopped (and logged its last line) before
+	// this returns: the caller goes on writing to the same output.
+	var agents sync.WaitGroup
+	defer func() { cancel(); agents.Wait() }()
 	var mu sync.Mutex
 	w := syncWriter{&mu, d.w}
 	d.w = w
@@ -163,7 +166,8 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 	va := agent.NewValidator(d.c, validator.key, vHost, vStore, lo)
 	va.Logger = logger("validator")
 	defer va.Close()
-	go func() { _ = va.Run(ctx) }()
+	agents.Add(1)
+	go func() { defer agents.Done(); _ = va.Run(ctx) }()
 
 	modelHash := types.Hash{}
 	per := func(milli uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(milli), uint256.NewInt(1000)) }
@@ -213,7 +217,9 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 		pctx, pcancel := context.WithCancel(ctx)
 		dp.agent, dp.cancel, dp.done = a, pcancel, make(chan error, 1)
 		ready := make(chan struct{})
+		agents.Add(1)
 		go func() {
+			defer agents.Done()
 			info, err := a.Prepare(pctx)
 			if err == nil {
 				err = a.Register(pctx, info)
