@@ -416,13 +416,7 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		p.log.Info("not bidding", "job", id, "reason", why)
 		return
 	}
-	view := pricing.JobView{
-		ID: j.ID, Kind: j.Kind, Model: fmt.Sprintf("%x", j.Model), ModelSize: j.ModelSize, Stages: j.Stages,
-		Redundancy: j.Redundancy, MaxPrice: j.MaxPrice.Dec(), MaxTokens: j.MaxTokens, Require: j.Req.Attributes,
-		Client: j.Client.Hex(), Height: height,
-	}
-	view.Provider.Address = p.addr.Hex()
-	view.Provider.Attributes = p.cfg.Attributes
+	view := pricing.NewJobView(j.Job, height, pricing.Provider{Address: p.addr.Hex(), Attributes: p.cfg.Attributes})
 	price, err := p.cfg.Strategy.Price(ctx, view)
 	if err != nil {
 		p.log.Info("not bidding", "job", id, "reason", err)
