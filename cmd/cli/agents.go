@@ -81,10 +81,12 @@ func openHost(ctx context.Context, cmd *cobra.Command, c *node.Client, key *ecds
 	return h, store, nil
 }
 
-func agentLogger(w io.Writer, level string) *slog.Logger {
-	lv := slog.LevelInfo
-	_ = lv.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv}))
+func agentLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), nil
 }
 
 // quietLlama keeps llama.cpp's own logging (through slog.Default) out of
@@ -149,20 +151,25 @@ func addProviderFlags(cmd *cobra.Command) {
 
 func walletKey(cmd *cobra.Command) (*ecdsa.PrivateKey, error) {
 	dir, _ := cmd.Flags().GetString("wallet")
-	from, _ := cmd.Flags().GetString("from")
-	if from == "" {
-		return nil, fmt.Errorf("--from is required: the name or address of the provider's key in the wallet at %s", dir)
-	}
 	w, err := wallet.Open(filepath.Join(expandHome(dir), "keystore"))
 	if err != nil {
 		return nil, err
 	}
+	return unlockFrom(cmd, w)
+}
+
+// unlockFrom unlocks --from in w with the password from --password-file,
+// OGPU_PASSWORD or a prompt.
+func unlockFrom(cmd *cobra.Command, w *wallet.Store) (*ecdsa.PrivateKey, error) {
+	from, _ := cmd.Flags().GetString("from")
+	if from == "" {
+		return nil, fmt.Errorf("--from is required: the name or address of a key in the wallet at %s", w.Dir())
+	}
 	k, err := w.Find(from)
 	if err != nil {
-		return nil, fmt.Errorf("%w (create one with `ogpu keys add NAME --home %s`)", err, dir)
+		return nil, fmt.Errorf("%w (create one with `ogpu keys add NAME`)", err)
 	}
-	file, _ := cmd.Flags().GetString("password-file")
-	pw, err := wallet.ReadPassword(file, PasswordEnv, fmt.Sprintf("Password of %s: ", k.Name), false, cmd.ErrOrStderr())
+	pw, err := password(cmd, fmt.Sprintf("Password of %s: ", k.Name), false)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +189,10 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	f := cmd.Flags()
 	level, _ := f.GetString("log-level")
 	quietLlama(level)
-	logger := agentLogger(cmd.ErrOrStderr(), level)
+	logger, err := agentLogger(cmd.ErrOrStderr(), level)
+	if err != nil {
+		return err
+	}
 	key, err := walletKey(cmd)
 	if err != nil {
 		return err
@@ -341,16 +351,7 @@ func clientSession(cmd *cobra.Command, ctx context.Context) (*agent.Client, func
 	if err != nil {
 		return nil, nil, err
 	}
-	from, _ := cmd.Flags().GetString("from")
-	k, err := w.Find(from)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w (create one with `ogpu keys add NAME`)", err)
-	}
-	pw, err := password(cmd, fmt.Sprintf("Password of %s: ", k.Name), false)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := w.Unlock(k.Name, pw)
+	key, err := unlockFrom(cmd, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -360,7 +361,7 @@ func clientSession(cmd *cobra.Command, ctx context.Context) (*agent.Client, func
 	}
 	home, _ := cmd.Flags().GetString("home")
 	access := agent.NewAccess(c)
-	logger := agentLogger(cmd.ErrOrStderr(), "warn")
+	logger, _ := agentLogger(cmd.ErrOrStderr(), "warn")
 	h, store, err := openHost(ctx, cmd, c, key, filepath.Join(expandHome(home), "client"), access, logger, nil)
 	if err != nil {
 		return nil, nil, err

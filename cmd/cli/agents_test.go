@@ -25,3 +25,19 @@ func TestProgressBar(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentLogLevel(t *testing.T) {
+	if _, err := agentLogger(&strings.Builder{}, "loud"); err == nil || !strings.Contains(err.Error(), "use debug, info, warn or error") {
+		t.Fatalf("bad level: %v", err)
+	}
+	var b strings.Builder
+	l, err := agentLogger(&b, "warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown")
+	if strings.Contains(b.String(), "hidden") || !strings.Contains(b.String(), "shown") {
+		t.Fatalf("level not applied: %q", b.String())
+	}
+}

@@ -190,7 +190,6 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 			}
 		}
 		provs[i] = dp
-		_ = access
 	}
 	st, err := os.Stat(modelPath)
 	if err != nil {

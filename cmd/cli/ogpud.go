@@ -211,10 +211,12 @@ func newStartCmd() *cobra.Command {
 			}
 			if on, _ := cmd.Flags().GetBool("validator-agent"); on {
 				if _, err := os.Stat(node.OperatorKeyFile(home)); err == nil {
+					logger, err := agentLogger(cmd.ErrOrStderr(), level)
+					if err != nil {
+						return err
+					}
 					quietLlama(level)
-					go func() {
-						agentDone("validator", runValidatorAgent(ctx, cmd, c, home, agentLogger(cmd.ErrOrStderr(), level)))
-					}()
+					go func() { agentDone("validator", runValidatorAgent(ctx, cmd, c, home, logger)) }()
 				}
 			}
 			<-ctx.Done()

@@ -170,6 +170,9 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 						c.Logger.Debug("cannot announce the prompt in the DHT", "err", err)
 					}
 				}()
+				if len(e.Providers) == 0 {
+					continue
+				}
 				if first, err := types.ParseAddress(e.Providers[0]); err == nil {
 					out.StreamedFrom = first
 					streams.Add(1)

@@ -547,7 +547,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	res := &LLMOutput{Version: 1, Job: k.Job, Tokens: out.Tokens, Text: out.Text}
 	if p.cfg.Lie && len(res.Tokens) > 0 {
 		i := len(res.Tokens) / 2
-		res.Tokens[i] = (res.Tokens[i] + 1) % 500
+		res.Tokens[i] = (res.Tokens[i] + 1) % m.NumVocab()
 		res.Text = m.Detokenize(withoutEOG(m, res.Tokens))
 		p.log.Warn("lying: changed one token of the output", "job", k.Job, "index", i)
 	}
