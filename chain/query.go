@@ -57,6 +57,16 @@ type SupplyView struct {
 	Locked    *uint256.Int `json:"locked"`
 }
 
+// Total is everything the supply view accounts for; it equals MaxSupply
+// while the supply invariant holds.
+func (s *SupplyView) Total() *uint256.Int {
+	t := new(uint256.Int)
+	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
+		t.Add(t, x)
+	}
+	return t
+}
+
 // ValidatorView is one entry of the answer to /validators.
 type ValidatorView struct {
 	Name        string        `json:"name"`

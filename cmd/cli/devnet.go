@@ -196,10 +196,7 @@ func (d *devnet) printBalances(title string) error {
 	if err != nil {
 		return err
 	}
-	total := new(uint256.Int)
-	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
-		total.Add(total, x)
-	}
+	total := s.Total()
 	check := "= the cap"
 	if !total.Eq(types.MaxSupply) {
 		check = "!= the cap " + types.FormatAmount(types.MaxSupply)

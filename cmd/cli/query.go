@@ -266,10 +266,7 @@ func newQuerySupplyCmd() *cobra.Command {
 				fmt.Fprintf(w, "max supply:     %s\naccounts:       %s\nbonded:         %s\nunbonding:      %s\njob escrow:     %s\nfee pool:       %s\nbridge reserve: %s\nburned:         %s\n",
 					types.FormatAmount(s.MaxSupply), types.FormatAmount(s.Circulating), types.FormatAmount(s.Bonded), types.FormatAmount(s.Unbonding),
 					types.FormatAmount(s.Locked), types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.Burned))
-				total := new(uint256.Int)
-				for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
-					total.Add(total, x)
-				}
+				total := s.Total()
 				verdict := "equals the cap"
 				if !total.Eq(s.MaxSupply) {
 					verdict = "DOES NOT equal the cap"

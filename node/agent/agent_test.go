@@ -193,10 +193,7 @@ func (n *testNet) supplyIsCap() {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	total := new(uint256.Int)
-	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
-		total.Add(total, x)
-	}
+	total := s.Total()
 	if !total.Eq(types.MaxSupply) {
 		n.t.Fatalf("supply %s != cap %s", total, types.MaxSupply)
 	}
