@@ -218,4 +218,3 @@ func guard(what string, f func() error) (err error) {
 	}
 	return nil
 }
-
