@@ -73,6 +73,10 @@ const (
 	TaskDisputed TaskStatus = 2
 	// TaskSettled: paid out (or refunded); nothing more happens.
 	TaskSettled TaskStatus = 3
+	// TaskWaiting: a pipeline stage after the first, awarded but not open:
+	// its input is the previous stage's settled result, so it takes no
+	// commitments (and has no deadlines) until that stage settles.
+	TaskWaiting TaskStatus = 4
 )
 
 func (s TaskStatus) String() string {
@@ -83,6 +87,8 @@ func (s TaskStatus) String() string {
 		return "disputed"
 	case TaskSettled:
 		return "settled"
+	case TaskWaiting:
+		return "waiting"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
@@ -222,6 +228,8 @@ func (k Keeper) Commit(job uint64, stage uint16, provider types.Address, c types
 	}
 	i := t.SlotOf(provider)
 	switch {
+	case t.Status == TaskWaiting:
+		return nil, waitingErr(job, stage, "commit")
 	case t.Status != TaskExecuting:
 		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking results", job, stage, t.Status)
 	case i < 0:
@@ -239,6 +247,15 @@ func (k Keeper) Commit(job uint64, stage uint16, provider types.Address, c types
 	return t, nil
 }
 
+// waitingErr refuses a result for a pipeline stage that has not opened.
+func waitingErr(job uint64, stage uint16, what string) error {
+	if stage == 0 {
+		// Stage 0 never waits; say so rather than name stage -1.
+		return types.ErrWrongPhase.Wrapf("job %d stage 0 is waiting and not taking results", job)
+	}
+	return types.ErrWrongPhase.Wrapf("job %d stage %d opens when stage %d settles; %s after that", job, stage, stage-1, what)
+}
+
 // Reveal records provider's result, checking it against the commitment.
 // Reveals open once every live slot has committed or the commit window has
 // closed.
@@ -249,6 +266,8 @@ func (k Keeper) Reveal(job uint64, stage uint16, provider types.Address, result,
 	}
 	i := t.SlotOf(provider)
 	switch {
+	case t.Status == TaskWaiting:
+		return nil, waitingErr(job, stage, "commit and reveal")
 	case t.Status != TaskExecuting:
 		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking reveals", job, stage, t.Status)
 	case i < 0:

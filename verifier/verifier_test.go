@@ -134,6 +134,36 @@ func TestCommitRules(t *testing.T) {
 	}
 }
 
+// TestWaitingTask: a waiting pipeline stage takes no commitment and no
+// reveal, whatever the height, and says which stage it waits on.
+func TestWaitingTask(t *testing.T) {
+	tree := store.NewMemTree()
+	k := NewKeeper(tree)
+	k.SetTask(7, 2, &Task{Status: TaskWaiting, Slots: []Slot{{Provider: p1}, {Provider: p2}}})
+	k.SetTask(7, 0, &Task{Status: TaskWaiting, Slots: []Slot{{Provider: p1}}})
+	c := ResultCommitment(result, salt(p1), p1)
+	for _, h := range []uint64{0, 5, 1 << 40} {
+		refused(t, tree, fmt.Sprintf("commit at %d", h), func() error { _, err := k.Commit(7, 2, p1, c, h); return err },
+			types.ErrWrongPhase, "job 7 stage 2 opens when stage 1 settles; commit after that")
+		refused(t, tree, fmt.Sprintf("reveal at %d", h), func() error { _, err := k.Reveal(7, 2, p1, result, salt(p1), h); return err },
+			types.ErrWrongPhase, "job 7 stage 2 opens when stage 1 settles; commit and reveal after that")
+	}
+	refused(t, tree, "commit by someone not assigned", func() error { _, err := k.Commit(7, 2, p3, c, 5); return err },
+		types.ErrWrongPhase, "opens when stage 1 settles")
+	refused(t, tree, "a waiting stage 0", func() error { _, err := k.Commit(7, 0, p1, c, 5); return err },
+		types.ErrWrongPhase, "job 7 stage 0 is waiting")
+	if got := TaskWaiting.String(); got != "waiting" || TaskWaiting != 4 {
+		t.Errorf("TaskWaiting = %d %q, want 4 \"waiting\"", TaskWaiting, got)
+	}
+	// Opened, the same slot commits.
+	tk, _ := k.GetTask(7, 2)
+	tk.Status, tk.CommitDeadline, tk.RevealDeadline = TaskExecuting, 10, 20
+	k.SetTask(7, 2, tk)
+	if _, err := k.Commit(7, 2, p1, c, 5); err != nil {
+		t.Fatalf("commit once open: %v", err)
+	}
+}
+
 func TestRevealRules(t *testing.T) {
 	k, tree := newTask(p1, p2, p3)
 	reveal := func(p types.Address, res, s types.Hash, h uint64) func() error {
