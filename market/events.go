@@ -104,7 +104,9 @@ type EventJobRevealing struct {
 func (EventJobRevealing) EventType() string { return "job_revealing" }
 
 // EventJobAwarded is emitted per stage at the close. Providers is the
-// winners in rank order; each is paid Price.
+// winners in rank order; each is paid Price. A pipeline's stages after the
+// first are awarded waiting, with both deadlines 0: EventStageOpened gives
+// them when the stage before settles.
 type EventJobAwarded struct {
 	Job            uint64       `event:"job,index"`
 	Stage          uint16       `event:"stage"`
@@ -115,6 +117,20 @@ type EventJobAwarded struct {
 }
 
 func (EventJobAwarded) EventType() string { return "job_awarded" }
+
+// EventStageOpened opens a waiting pipeline stage once the stage before it
+// settled on a decided result (agreed, verdict or canary). Input is that
+// result: the hash of the output the stage's providers compute on. Results
+// are committed until CommitDeadline and revealed until RevealDeadline.
+type EventStageOpened struct {
+	Job            uint64     `event:"job,index"`
+	Stage          uint16     `event:"stage"`
+	Input          types.Hash `event:"input"`
+	CommitDeadline uint64     `event:"commit_deadline"`
+	RevealDeadline uint64     `event:"reveal_deadline"`
+}
+
+func (EventStageOpened) EventType() string { return "stage_opened" }
 
 type EventJobExpired struct {
 	Job    uint64       `event:"job,index"`
@@ -185,7 +201,9 @@ func (EventDisputeVoted) EventType() string { return "dispute_voted" }
 // EventTaskSettled closes a stage: Outcome is "agreed" (all revealed
 // results equal), "verdict" (a dispute decided), "canary" (checked
 // against a validator's known answer), "unresolved" (a dispute without a
-// 2/3 vote: refunded) or "no_results" (refunded).
+// 2/3 vote: refunded), "no_results" (refunded), "no_bids" (nobody won the
+// stage) or "no_input" (a pipeline stage whose previous stage settled
+// without a decided result: never opened, refunded).
 type EventTaskSettled struct {
 	Job     uint64       `event:"job,index"`
 	Stage   uint16       `event:"stage"`

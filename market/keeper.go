@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
+	"strconv"
 
 	"github.com/ethereum/go-ethereum/rlp"
 	"github.com/holiman/uint256"
@@ -262,14 +264,12 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: redundancy %d, at most %d", m.Redundancy, k.p.MaxRedundancy)
 	}
 	w := m.Windows
-	life, overflow := uint64(0), false
-	for _, n := range []uint64{w.Bid, w.Reveal, w.Execute, w.Verify, w.Execute, w.Verify} {
-		if n > k.p.MaxJobBlocks {
-			overflow = true
-		}
-		life += n
-	}
-	if overflow || life > k.p.MaxJobBlocks {
+	life, ok := jobLife(w, m.Kind, m.Stages, k.p.DisputeBlocks)
+	switch {
+	case m.Kind == KindPipeline && (!ok || life > k.p.MaxJobBlocks):
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify) must be at most %d blocks, this job needs %s",
+			k.p.DisputeBlocks, k.p.MaxJobBlocks, lifeText(life, ok))
+	case !ok || life > k.p.MaxJobBlocks:
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) must be at most %d blocks", k.p.MaxJobBlocks)
 	}
 	if m.Canary != (types.Hash{}) && !k.esc.IsValidator(from) {
@@ -292,7 +292,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	}
 	j.BidEnd = k.ctx.Height + w.Bid
 	j.RevealEnd = j.BidEnd + w.Reveal
-	j.Expiry = j.RevealEnd + 2*(w.Execute+w.Verify)
+	j.Expiry = k.ctx.Height + life
 	j.ValidatorFee = escrow.MulBps(j.MaxPayout(), k.p.ValidatorFeeBps)
 	lock := new(uint256.Int).Add(j.MaxPayout(), j.ValidatorFee)
 	if err := k.esc.Lock(from, id, lock); err != nil {
@@ -309,6 +309,45 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	k.emit(EventJobPosted{Job: id, Client: from, Kind: j.Kind, Mode: j.Mode, Model: j.Model, Stages: j.Stages,
 		Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Locked: lock, BidEnd: j.BidEnd, RevealEnd: j.RevealEnd})
 	return id, nil
+}
+
+// jobLife is how many blocks a job may run from its posting to its last
+// reveal deadline (its Expiry): bid + reveal, then
+//
+//   - inference (stages run side by side): 2 × (execute + verify), the
+//     second window for a no-show's backup;
+//   - pipeline (stage s+1 opens when stage s settles): stages × (execute +
+//     verify + dispute), each stage's worst case, plus one execute +
+//     verify for a backup.
+//
+// A dispute of the last window may end up to dispute blocks after it
+// (genesis keeps stake unbonding longer than that). ok is false if the sum
+// does not fit a uint64.
+func jobLife(w Windows, kind string, stages uint16, dispute uint64) (life uint64, ok bool) {
+	ev, c1 := bits.Add64(w.Execute, w.Verify, 0)
+	life, c2 := bits.Add64(w.Bid, w.Reveal, 0)
+	per, n := ev, uint64(2)
+	if kind == KindPipeline {
+		var c3 uint64
+		per, c3 = bits.Add64(ev, dispute, 0)
+		c1 |= c3
+		n = uint64(stages)
+	}
+	hi, run := bits.Mul64(per, n)
+	life, c4 := bits.Add64(life, run, 0)
+	if kind == KindPipeline {
+		var c5 uint64
+		life, c5 = bits.Add64(life, ev, 0)
+		c4 |= c5
+	}
+	return life, c1|c2|c4 == 0 && hi == 0
+}
+
+func lifeText(life uint64, ok bool) string {
+	if !ok {
+		return "more than 2^64"
+	}
+	return strconv.FormatUint(life, 10)
 }
 
 func decodeU64(bz []byte) uint64 {
@@ -540,7 +579,10 @@ func cmpU64(a, b uint64) int {
 
 // close runs at the end of the reveal window: per stage, award the r best
 // eligible bids at the uniform clearing price, refund revealed deposits,
-// burn unrevealed ones; expire the job if no stage was awarded.
+// burn unrevealed ones; expire the job if no stage was awarded (a
+// pipeline: if any stage was not). Every stage opens at once, except a
+// pipeline's stages after the first: they wait (TaskWaiting, no
+// deadlines) until the stage before them settles; see advance.
 func (k *Keeper) close(j *Job) {
 	type award struct {
 		winners, backups []ranked
@@ -569,13 +611,28 @@ func (k *Keeper) close(j *Job) {
 		}
 	}
 	k.clearBook(j.ID)
-	if awarded == 0 {
+	// A pipeline's stages feed one another: one without a winner leaves the
+	// others nothing to compute on (or nobody to pass their output to).
+	pipelineGap := -1
+	if j.Kind == KindPipeline && awarded > 0 {
+		for s := range awards {
+			if len(awards[s].winners) == 0 {
+				pipelineGap = s
+				break
+			}
+		}
+	}
+	if awarded == 0 || pipelineGap >= 0 {
+		reason := k.noBidsReason(j)
+		if pipelineGap >= 0 {
+			reason = stageGapReason(j, uint16(pipelineGap))
+		}
 		refund := k.esc.Locked(j.ID)
 		k.esc.Release(j.ID, j.Client, refund)
 		j.Refunded.Add(j.Refunded, refund)
 		k.setState(j, JobExpired)
 		k.setJob(j)
-		k.emit(EventJobExpired{Job: j.ID, Refund: refund, Reason: k.noBidsReason(j)})
+		k.emit(EventJobExpired{Job: j.ID, Refund: refund, Reason: reason})
 		return
 	}
 	k.setState(j, JobRunning)
@@ -599,6 +656,10 @@ func (k *Keeper) close(j *Job) {
 		}
 		j.Prices[s] = a.price
 		t := &verifier.Task{Status: verifier.TaskExecuting, CommitDeadline: commitBy, RevealDeadline: revealBy}
+		if j.Kind == KindPipeline && s > 0 {
+			// Its input is stage s-1's settled result: it opens then.
+			t = &verifier.Task{Status: verifier.TaskWaiting}
+		}
 		names := make([]string, len(a.winners))
 		for i, w := range a.winners {
 			t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
@@ -609,14 +670,24 @@ func (k *Keeper) close(j *Job) {
 			t.Backups = append(t.Backups, b.provider)
 		}
 		k.ver.SetTask(j.ID, s, t)
-		k.schedule(commitBy, j.ID, s, deadlineCommit)
-		k.schedule(revealBy, j.ID, s, deadlineReveal)
-		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: a.price, CommitDeadline: commitBy, RevealDeadline: revealBy})
+		if t.Status == verifier.TaskExecuting {
+			k.schedule(t.CommitDeadline, j.ID, s, deadlineCommit)
+			k.schedule(t.RevealDeadline, j.ID, s, deadlineReveal)
+		}
+		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: a.price, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
 	}
 	k.setJob(j)
 	if j.Settled == j.Stages {
 		k.complete(j)
 	}
+}
+
+// stageGapReason says why a pipeline job with stage s unawarded expired.
+func stageGapReason(j *Job, s uint16) string {
+	if j.Bids[s] == 0 {
+		return fmt.Sprintf("stage %d has no bids, and a pipeline needs every stage: see ogpu query why-no-bids", s)
+	}
+	return fmt.Sprintf("stage %d has no eligible revealed bids, and a pipeline needs every stage", s)
 }
 
 func (k *Keeper) noBidsReason(j *Job) string {

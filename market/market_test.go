@@ -21,7 +21,8 @@ import (
 // Every message runs in its own write buffer, kept only if it succeeds; the
 // end of a block runs the market's EndBlock, then unbonding maturity,
 // validator power updates and fee distribution; after every block the
-// supply, stake and exact job-escrow invariants are checked.
+// supply, stake, exact job-escrow and pipeline-stage invariants are
+// checked.
 type testNet struct {
 	tb     testing.TB
 	tree   *store.Tree
@@ -171,6 +172,9 @@ func (n *testNet) checkInvariants() {
 		n.tb.Fatalf("after height %d: %v", n.height, err)
 	}
 	if err := EscrowInvariant(n.tree); err != nil {
+		n.tb.Fatalf("after height %d: %v", n.height, err)
+	}
+	if err := StageInvariant(n.tree); err != nil {
 		n.tb.Fatalf("after height %d: %v", n.height, err)
 	}
 }

@@ -68,7 +68,7 @@ func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) e
 		return types.ErrUnauthorized.Wrapf("only the poster of canary job %d may reveal its answer", j.ID)
 	case j.CanaryRevealed:
 		return types.ErrDuplicate.Wrapf("the canary answer of job %d is already revealed", j.ID)
-	case !ok || t.Status == verifier.TaskSettled:
+	case !ok || (t.Status != verifier.TaskExecuting && t.Status != verifier.TaskDisputed):
 		return types.ErrWrongPhase.Wrapf("job %d stage %d is not executing", j.ID, m.Stage)
 	case !t.AllCommitted() && k.ctx.Height <= t.CommitDeadline:
 		return types.ErrWrongPhase.Wrapf("reveal the canary answer after every provider has committed or after height %d", t.CommitDeadline)
@@ -207,13 +207,19 @@ func (k *Keeper) slash(j *Job, stage uint16, addr types.Address, bps uint64, rea
 // commitDeadline handles the end of a task's commit window: providers that
 // did not commit are no-shows; each slot goes to the next eligible backup
 // bid if a fresh execute and verify window still fits before the job's
-// expiry, else its payment is refunded to the client.
+// expiry (for a pipeline stage: with the worst case of every later stage
+// after it), else its payment is refunded to the client.
 func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	if t.Status != verifier.TaskExecuting || t.CommitDeadline != k.ctx.Height {
 		return
 	}
 	price := j.Prices[stage]
-	reassignable := k.ctx.Height+j.Windows.Execute+j.Windows.Verify <= j.Expiry
+	ev := j.Windows.Execute + j.Windows.Verify
+	var later uint64 // PostJob bounded the job's life, so none of this overflows
+	if j.Kind == KindPipeline {
+		later = uint64(j.Stages-1-stage) * (ev + k.p.DisputeBlocks)
+	}
+	reassignable := k.ctx.Height+ev+later <= j.Expiry
 	var reassigned bool
 	n := len(t.Slots)
 	for i := 0; i < n; i++ {
@@ -267,8 +273,8 @@ func liveSlots(t *verifier.Task) int {
 // settle closes a task on a verdict: live revealed slots matching it are
 // paid the clearing price and gain reputation; those that differ are fraud
 // (slashed, tombstoned); unpaid slots are refunded to the client. The
-// "unresolved" and "no_results" outcomes pay nobody and refund every live
-// slot.
+// "unresolved", "no_results" and "no_input" outcomes pay nobody and refund
+// every live slot. A pipeline then moves on to its next stage (advance).
 func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, verdict types.Hash) {
 	price := j.Prices[stage]
 	paid, refund := new(uint256.Int), new(uint256.Int)
@@ -310,7 +316,41 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 	k.emit(EventTaskSettled{Job: j.ID, Stage: stage, Outcome: outcome, Result: verdict, Paid: paid, Refund: refund})
 	if j.Settled == j.Stages {
 		k.complete(j)
+		return
 	}
+	if j.Kind == KindPipeline {
+		k.advance(j, stage, decided, verdict)
+	}
+}
+
+// advance moves a pipeline on once stage has settled. On a decided result
+// the next stage opens now, with that result as its input: a fresh execute
+// window, then a verify window. Without one, no later stage has an input:
+// the next settles "no_input" (refunding its slots), which settles the one
+// after it the same way, and so on to the last, which completes the job.
+// The validator fee stays pro rata to the verified stages.
+func (k *Keeper) advance(j *Job, stage uint16, decided bool, verdict types.Hash) {
+	next := stage + 1
+	if next >= j.Stages {
+		return
+	}
+	t, ok := k.ver.GetTask(j.ID, next)
+	if !ok || t.Status != verifier.TaskWaiting {
+		// Not reached: close expires a pipeline with an unawarded stage,
+		// and a stage leaves waiting only here (StageInvariant checks).
+		return
+	}
+	if !decided {
+		k.settle(j, next, t, "no_input", types.Hash{})
+		return
+	}
+	t.Status = verifier.TaskExecuting
+	t.CommitDeadline = k.ctx.Height + j.Windows.Execute
+	t.RevealDeadline = t.CommitDeadline + j.Windows.Verify
+	k.ver.SetTask(j.ID, next, t)
+	k.schedule(t.CommitDeadline, j.ID, next, deadlineCommit)
+	k.schedule(t.RevealDeadline, j.ID, next, deadlineReveal)
+	k.emit(EventStageOpened{Job: j.ID, Stage: next, Input: verdict, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
 }
 
 // complete pays the validator fee pro rata to the stages settled on a
@@ -418,6 +458,51 @@ func EscrowInvariant(r store.KV) error {
 		if have := esc.Locked(j.ID); !have.Eq(want) {
 			bad = fmt.Errorf("escrow invariant broken: job %d (%s) holds %s, owes %s", j.ID, j.State, have.Dec(), want.Dec())
 			return true
+		}
+		return false
+	})
+	return bad
+}
+
+// StageInvariant checks that a pipeline's stages run one after another: a
+// waiting task belongs to a running pipeline job, is not stage 0, has no
+// commitment, reveal, deadline, verdict or vote, and waits on a stage that
+// has not settled; a pipeline stage past waiting follows a settled stage.
+// No other job has a waiting task.
+func StageInvariant(r store.KV) error {
+	ver := verifier.NewKeeper(r)
+	var bad error
+	store.IteratePrefix(r, []byte{prefixJob}, func(_, value []byte) bool {
+		var j Job
+		decode(value, &j, "job")
+		fail := func(s uint16, f string, a ...any) bool {
+			bad = fmt.Errorf("stage invariant broken: job %d (%s %s) stage %d: %s", j.ID, j.Kind, j.State, s, fmt.Sprintf(f, a...))
+			return true
+		}
+		var prev *verifier.Task
+		for s := uint16(0); s < j.Stages; s++ {
+			t, ok := ver.GetTask(j.ID, s)
+			switch {
+			case !ok:
+			case t.Status == verifier.TaskWaiting:
+				if j.Kind != KindPipeline || s == 0 || j.State != JobRunning {
+					return fail(s, "waiting, which only a running pipeline's later stages may be")
+				}
+				for i := range t.Slots {
+					if t.Slots[i].Committed || t.Slots[i].Revealed {
+						return fail(s, "waiting, yet %s committed a result", t.Slots[i].Provider)
+					}
+				}
+				if t.CommitDeadline != 0 || t.RevealDeadline != 0 || t.DisputeDeadline != 0 || t.Verdict != (types.Hash{}) || len(ver.Votes(j.ID, s)) != 0 {
+					return fail(s, "waiting, yet it has deadlines, a verdict or votes")
+				}
+				if prev == nil || prev.Status == verifier.TaskSettled {
+					return fail(s, "waiting on stage %d, which is settled or missing", s-1)
+				}
+			case j.Kind == KindPipeline && s > 0 && (prev == nil || prev.Status != verifier.TaskSettled):
+				return fail(s, "%s before stage %d settled", t.Status, s-1)
+			}
+			prev = t
 		}
 		return false
 	})
