@@ -89,7 +89,13 @@ func printJob(w io.Writer, j *chain.JobView, height int64) {
 			types.FormatAmount(j.Paid), types.FormatAmount(j.Refunded), types.FormatAmount(j.Compensated))
 	}
 	for _, t := range j.Tasks {
-		fmt.Fprintf(w, "  stage %d: %s at %s per replica; commits until %d, reveals until %d", t.Stage, t.Status, types.FormatAmount(t.Price), t.CommitDeadline, t.RevealDeadline)
+		waiting := t.Status == "waiting" // verifier.TaskWaiting
+		if waiting {
+			// A pipeline stage: its deadlines are set when the stage before it settles.
+			fmt.Fprintf(w, "  stage %d: %s at %s per replica; opens when stage %d settles", t.Stage, t.Status, types.FormatAmount(t.Price), t.Stage-1)
+		} else {
+			fmt.Fprintf(w, "  stage %d: %s at %s per replica; commits until %d, reveals until %d", t.Stage, t.Status, types.FormatAmount(t.Price), t.CommitDeadline, t.RevealDeadline)
+		}
 		if t.DisputeDeadline != 0 {
 			fmt.Fprintf(w, ", votes until %d", t.DisputeDeadline)
 		}
@@ -100,6 +106,8 @@ func printJob(w io.Writer, j *chain.JobView, height int64) {
 		for _, s := range t.Slots {
 			state := "waiting for its result commitment"
 			switch {
+			case waiting:
+				state = "assigned; computes on stage " + strconv.Itoa(int(t.Stage)-1) + "'s settled result"
 			case s.NoShow:
 				state = "no-show (missed a deadline: slashed and jailed)"
 			case s.Revealed && s.Result != nil:
