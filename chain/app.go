@@ -296,5 +296,8 @@ func CheckInvariants(kv store.KV) error {
 	if err := escrow.StakeInvariant(kv, getParams(kv).Staking); err != nil {
 		return err
 	}
-	return market.EscrowInvariant(kv)
+	if err := market.EscrowInvariant(kv); err != nil {
+		return err
+	}
+	return market.StageInvariant(kv)
 }
