@@ -196,7 +196,13 @@ func (e *Evaluator) EvalStage(s int, in *Ciphertext) (*Ciphertext, error) {
 			if err := e.eval.Add(ct, c.constant, ct); err != nil {
 				return nil, fmt.Errorf("he: stage %d: change of interval: %w", s, err)
 			}
-			if err := e.eval.Rescale(ct, ct); err != nil {
+			// lattigo multiplies by an integer scalar exactly, without
+			// raising the scale (an interval of width 2 or 1 gives one):
+			// there is nothing to rescale, and the level is dropped so
+			// the stage consumes the levels its Depth says.
+			if bignum.ToComplex(c.scalar, p.EncodingPrecision()).IsInt() {
+				e.eval.DropLevel(ct, 1)
+			} else if err := e.eval.Rescale(ct, ct); err != nil {
 				return nil, fmt.Errorf("he: stage %d: rescale: %w", s, err)
 			}
 		}
