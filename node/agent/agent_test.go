@@ -120,6 +120,13 @@ type testProvider struct {
 // registered and bonded.
 func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testProvider {
 	n.t.Helper()
+	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
+	return n.providerWith(name, pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)}, lie)
+}
+
+// providerWith starts a provider agent pricing with strategy.
+func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool) *testProvider {
+	n.t.Helper()
 	nodeKey, _ := ethcrypto.GenerateKey()
 	h, store := n.host(name, nodeKey)
 	hash, err := store.PutFile(n.modelPath)
@@ -127,11 +134,10 @@ func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testPro
 		n.t.Fatal(err)
 	}
 	n.model = hash
-	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
 	p, err := NewProvider(ProviderConfig{
 		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Models: []types.Hash{hash}, LLM: n.lo,
-		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)}, Attributes: []string{"ram/16Gi"},
-		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
+		Strategy: strategy, Attributes: []string{"ram/16Gi"},
+		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie, Pipeline: true,
 		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
 	})
 	if err != nil {

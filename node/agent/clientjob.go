@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -149,12 +149,8 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 	streamed := make(chan types.Hash, 1)
 	for b := range blocks {
 		for _, ev := range b.Events {
+			reportEvent(ev, id, false, progress)
 			switch ev.Type {
-			case market.EventBidCommitted{}.EventType():
-				var e market.EventBidCommitted
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("sealed bid from %s", e.Provider.Hex())
-				}
 			case market.EventJobAwarded{}.EventType():
 				var e market.EventJobAwarded
 				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
@@ -184,39 +180,7 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 			case market.EventSlotReassigned{}.EventType():
 				var e market.EventSlotReassigned
 				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("%s did not show up: its slot goes to %s", e.From.Hex(), e.To.Hex())
 					c.serveInput(ctx, []string{e.To.Hex()}, progress)
-				}
-			case market.EventResultCommitted{}.EventType():
-				var e market.EventResultCommitted
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("%s committed its result hash", e.Provider.Hex())
-				}
-			case market.EventResultRevealed{}.EventType():
-				var e market.EventResultRevealed
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("%s revealed result %x", e.Provider.Hex(), e.Result[:8])
-				}
-			case market.EventNoShow{}.EventType():
-				var e market.EventNoShow
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("%s missed its %s deadline (no-show)", e.Provider.Hex(), e.Missed)
-				}
-			case market.EventDisputeOpened{}.EventType():
-				var e market.EventDisputeOpened
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("the results differ: dispute opened, validators re-check until height %d", e.Deadline)
-				}
-			case market.EventDisputeVoted{}.EventType():
-				var e market.EventDisputeVoted
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("validator %s checked the work and voted for %x (power %d)", e.Validator.Hex(), e.Result[:8], e.Power)
-				}
-			case market.EventSlashed{}.EventType():
-				var e market.EventSlashed
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					progress("%s slashed %s (%s): %s to the client as compensation, %s burned", e.Account.Hex(),
-						types.FormatAmount(e.Amount), e.Reason, types.FormatAmount(e.Compensation), types.FormatAmount(e.Burned))
 				}
 			case market.EventTaskSettled{}.EventType():
 				var e market.EventTaskSettled
@@ -257,6 +221,61 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 		}
 	}
 	return out, ctx.Err()
+}
+
+// reportEvent describes the events of job id common to every kind of job
+// (bids, commitments, reveals, no-shows, disputes, votes, slashes); with
+// stages set each line names its stage.
+func reportEvent(ev abci.Event, id uint64, stages bool, progress Progress) {
+	at := func(stage uint16) string {
+		if stages {
+			return fmt.Sprintf("stage %d: ", stage)
+		}
+		return ""
+	}
+	switch ev.Type {
+	case market.EventBidCommitted{}.EventType():
+		var e market.EventBidCommitted
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%ssealed bid from %s", at(e.Stage), e.Provider.Hex())
+		}
+	case market.EventSlotReassigned{}.EventType():
+		var e market.EventSlotReassigned
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s did not show up: its slot goes to %s", at(e.Stage), e.From.Hex(), e.To.Hex())
+		}
+	case market.EventResultCommitted{}.EventType():
+		var e market.EventResultCommitted
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s committed its result hash", at(e.Stage), e.Provider.Hex())
+		}
+	case market.EventResultRevealed{}.EventType():
+		var e market.EventResultRevealed
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s revealed result %x", at(e.Stage), e.Provider.Hex(), e.Result[:8])
+		}
+	case market.EventNoShow{}.EventType():
+		var e market.EventNoShow
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s missed its %s deadline (no-show)", at(e.Stage), e.Provider.Hex(), e.Missed)
+		}
+	case market.EventDisputeOpened{}.EventType():
+		var e market.EventDisputeOpened
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sthe results differ: dispute opened, validators re-check until height %d", at(e.Stage), e.Deadline)
+		}
+	case market.EventDisputeVoted{}.EventType():
+		var e market.EventDisputeVoted
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%svalidator %s checked the work and voted for %x (power %d)", at(e.Stage), e.Validator.Hex(), e.Result[:8], e.Power)
+		}
+	case market.EventSlashed{}.EventType():
+		var e market.EventSlashed
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s slashed %s (%s): %s to the client as compensation, %s burned", at(e.Stage), e.Account.Hex(),
+				types.FormatAmount(e.Amount), e.Reason, types.FormatAmount(e.Compensation), types.FormatAmount(e.Burned))
+		}
+	}
 }
 
 // serveInput makes the prompt reachable for the awarded providers: it
@@ -303,22 +322,8 @@ func (c *Client) FetchText(ctx context.Context, id uint64) (string, error) {
 		return "", fmt.Errorf("job %d has no settled result yet (%s)", id, j.Phase)
 	}
 	want := j.Tasks[0].Verdict
-	var peers []peer.ID
-	for _, s := range j.Tasks[0].Slots {
-		if s.Result == nil || *s.Result != want {
-			continue
-		}
-		if pid, err := connectProvider(ctx, c.Host, c.Chain, s.Provider); err == nil {
-			peers = append(peers, pid)
-		}
-	}
-	if !c.Store.Has(want) {
-		if len(peers) == 0 {
-			return "", fmt.Errorf("job %d: no provider that revealed result %x is reachable", id, want)
-		}
-		if _, err := c.Host.Fetch(ctx, want, p2p.FetchOptions{Peers: peers}); err != nil {
-			return "", fmt.Errorf("fetch the output of job %d: %w", id, err)
-		}
+	if err := fetchVerdict(ctx, c.Host, c.Chain, c.Store, j, 0, want); err != nil {
+		return "", err
 	}
 	bz, err := c.Store.Get(want)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -58,10 +59,17 @@ type ProviderConfig struct {
 	// AdvertEvery is how often to gossip the capability advert
 	// (default AdvertInterval).
 	AdvertEvery time.Duration
+	// Pipeline offers the encrypted pipeline runtime (RuntimeCKKS): the
+	// provider evaluates CKKS stages of pipeline jobs.
+	Pipeline bool
 	// Lie makes the provider change one token of every output before it
-	// commits: a devnet-only switch that shows the dispute path.
+	// commits (pipeline stages: evaluate with one weight off): a
+	// devnet-only switch that shows the dispute path.
 	Lie bool
 }
+
+// maxPipelineModel bounds the pipeline model a provider fetches.
+const maxPipelineModel = 64 << 20
 
 // DefaultStrategy is the built-in price: 0.1 oGPU per job plus 0.05 oGPU
 // per token of the job's budget.
@@ -87,6 +95,11 @@ type Provider struct {
 	bids    map[taskKey]*bidSecret
 	results map[taskKey]*resultSecret
 	running map[taskKey]bool
+	pipes   map[taskKey]*pipeTask
+	evals   map[[2]types.Hash]*he.Evaluator
+	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
+	// and the work is CPU-bound).
+	evalMu sync.Mutex
 }
 
 type taskKey struct {
@@ -126,6 +139,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		sender: node.NewSender(cfg.Chain, cfg.Key), access: NewAccess(cfg.Chain),
 		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
 		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool),
+		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
 	}
 	if cfg.StateDir != "" {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -134,6 +148,9 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		p.loadSecrets()
 	}
 	serveStreams(cfg.Host, &p.feeds, p.access, 10*time.Minute)
+	if cfg.Pipeline {
+		servePushes(cfg.Host, cfg.Chain, cfg.Store, p.access, func() string { return cfg.Host.ID().String() }, p.delivered)
+	}
 	return p, nil
 }
 
@@ -207,8 +224,8 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		}
 		p.cfg.Models = append(p.cfg.Models, h)
 	}
-	if len(p.cfg.Models) == 0 {
-		return nil, errors.New("provider: no model to serve (import a GGUF file with --model)")
+	if len(p.cfg.Models) == 0 && !p.cfg.Pipeline {
+		return nil, errors.New("provider: no model to serve (import a GGUF file with --model, or offer encrypted pipelines)")
 	}
 	for _, h := range p.cfg.Models {
 		if _, err := p.model(h); err != nil {
@@ -222,7 +239,7 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		PeerID:     p.cfg.Host.ID().String(),
 		Addrs:      p.cfg.Host.Addrs(),
 		Attributes: p.cfg.Attributes,
-		Runtimes:   []string{Runtime},
+		Runtimes:   p.runtimes(),
 		Models:     p.cfg.Models,
 		Class:      p.class,
 	}
@@ -319,7 +336,7 @@ func (p *Provider) advertise(ctx context.Context, every time.Duration) {
 	for {
 		p.mu.Lock()
 		a := p2p.Advert{PeerID: p.cfg.Host.ID().String(), Addrs: p.cfg.Host.Addrs(), Provider: p.addr,
-			Attributes: p.cfg.Attributes, Runtimes: []string{Runtime}, Models: p.cfg.Models, Class: p.class, Time: time.Now().Unix()}
+			Attributes: p.cfg.Attributes, Runtimes: p.runtimes(), Models: p.cfg.Models, Class: p.class, Time: time.Now().Unix()}
 		p.mu.Unlock()
 		if err := p.cfg.Host.PublishAdvert(ctx, a); err != nil && ctx.Err() == nil {
 			p.log.Debug("cannot publish advert", "err", err)
@@ -330,6 +347,18 @@ func (p *Provider) advertise(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// runtimes lists the runtimes this provider offers.
+func (p *Provider) runtimes() []string {
+	var out []string
+	if len(p.cfg.Models) > 0 {
+		out = append(out, Runtime)
+	}
+	if p.cfg.Pipeline {
+		out = append(out, RuntimeCKKS)
+	}
+	return out
 }
 
 // spawn runs f in a goroutine that Serve waits for.
@@ -376,6 +405,11 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		if types.DecodeEvent(ev, &e) == nil && slices.Contains(e.Providers, p.addr.Hex()) {
 			p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
 		}
+	case market.EventStageOpened{}.EventType():
+		var e market.EventStageOpened
+		if types.DecodeEvent(ev, &e) == nil {
+			p.stageOpened(e)
+		}
 	case market.EventSlotReassigned{}.EventType():
 		var e market.EventSlotReassigned
 		if types.DecodeEvent(ev, &e) != nil {
@@ -417,16 +451,17 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		return
 	}
 	view := pricing.NewJobView(j.Job, height, pricing.Provider{Address: p.addr.Hex(), Attributes: p.cfg.Attributes})
-	price, err := p.cfg.Strategy.Price(ctx, view)
-	if err != nil {
-		p.log.Info("not bidding", "job", id, "reason", err)
-		return
-	}
-	if price.IsZero() || price.Gt(j.MaxPrice) {
-		p.log.Info("not bidding", "job", id, "reason", fmt.Sprintf("price %s is not within (0, %s]", types.FormatAmount(price), types.FormatAmount(j.MaxPrice)))
-		return
-	}
 	for stage := uint16(0); stage < j.Stages; stage++ {
+		view.Stage = stage
+		price, err := p.cfg.Strategy.Price(ctx, view)
+		if err != nil {
+			p.log.Info("not bidding", "job", id, "stage", stage, "reason", err)
+			continue
+		}
+		if price.IsZero() || price.Gt(j.MaxPrice) {
+			p.log.Info("not bidding", "job", id, "stage", stage, "reason", fmt.Sprintf("price %s is not within (0, %s]", types.FormatAmount(price), types.FormatAmount(j.MaxPrice)))
+			continue
+		}
 		k := taskKey{id, stage}
 		s := &bidSecret{Price: price, Salt: randomHash()}
 		p.mu.Lock()
@@ -451,9 +486,27 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	class := p.class
 	_, haveModel := p.models[j.Model]
 	p.mu.Unlock()
+	if j.Kind == market.KindPipeline {
+		switch {
+		case !p.cfg.Pipeline:
+			return "encrypted pipelines are not offered here (--pipeline)"
+		case j.Mode != market.ModeAuction:
+			return "pool jobs are claimed by hand (ogpu tx market claim)"
+		case j.Req.Runtime != "" && j.Req.Runtime != RuntimeCKKS:
+			return "runtime " + j.Req.Runtime + " is not offered"
+		case j.Req.Class != "" && j.Req.Class != class:
+			return "determinism class " + j.Req.Class + " is not this provider's"
+		case j.ModelSize > maxPipelineModel:
+			return fmt.Sprintf("the model is %d bytes, at most %d are accepted", j.ModelSize, maxPipelineModel)
+		}
+		if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
+			return "requirement " + r + " is not met"
+		}
+		return ""
+	}
 	switch {
 	case j.Kind != market.KindInference:
-		return "only " + market.KindInference + " jobs run here"
+		return "only " + market.KindInference + " and " + market.KindPipeline + " jobs run here"
 	case j.Mode != market.ModeAuction:
 		return "pool jobs are claimed by hand (ogpu tx market claim)"
 	case j.Req.Runtime != "" && j.Req.Runtime != Runtime:
@@ -519,6 +572,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	j, err := p.cfg.Chain.Job(ctx, k.Job)
 	if err != nil {
 		return err
+	}
+	if j.Kind == market.KindPipeline {
+		return p.runPipelineTask(ctx, k, j, commitDeadline)
 	}
 	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
 	t0 := time.Now()

@@ -24,7 +24,9 @@ import (
 // Validator is the validator agent: on a dispute over an inference job it
 // fetches the prompt and every disputed output, checks each with one
 // teacher-forced pass of the model, and votes for the output that is the
-// model's greedy answer.
+// model's greedy answer. On a dispute over a pipeline stage it re-executes
+// the stage on its agreed input ciphertext and votes for the output whose
+// hash it reproduces.
 type Validator struct {
 	Chain  *node.Client
 	Key    *ecdsa.PrivateKey // the validator's operator account
@@ -124,11 +126,15 @@ func (v *Validator) Verify(ctx context.Context, job uint64, stage uint16) ([]Ver
 	if err != nil {
 		return nil, err
 	}
-	if j.Kind != market.KindInference {
-		return nil, fmt.Errorf("job %d is a %s job: this agent checks inference jobs", job, j.Kind)
-	}
 	if int(stage) >= len(j.Tasks) {
 		return nil, fmt.Errorf("job %d stage %d has no task", job, stage)
+	}
+	switch j.Kind {
+	case market.KindPipeline:
+		return v.verifyPipeline(ctx, j, int(stage))
+	case market.KindInference:
+	default:
+		return nil, fmt.Errorf("job %d is a %s job: this agent checks inference and pipeline jobs", job, j.Kind)
 	}
 	t := j.Tasks[stage]
 	// Who revealed what: outputs are fetched from the providers that

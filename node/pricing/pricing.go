@@ -47,12 +47,15 @@ import (
 // JobView is what a pricing strategy sees: the job, and the provider
 // asking. A script gets it as JSON on stdin.
 type JobView struct {
-	ID         uint64 `json:"id"`
-	Kind       string `json:"kind"`       // inference or pipeline
-	Mode       string `json:"mode"`       // auction or pool
-	Model      string `json:"model"`      // sha256, 64 hex digits
-	ModelSize  uint64 `json:"model_size"` // bytes
-	Stages     uint16 `json:"stages"`
+	ID        uint64 `json:"id"`
+	Kind      string `json:"kind"`       // inference or pipeline
+	Mode      string `json:"mode"`       // auction or pool
+	Model     string `json:"model"`      // sha256, 64 hex digits
+	ModelSize uint64 `json:"model_size"` // bytes
+	Stages    uint16 `json:"stages"`
+	// Stage is the stage being priced (0 for an inference job): a
+	// pipeline's stages cost differently and are bid on one by one.
+	Stage      uint16 `json:"stage"`
 	Redundancy uint16 `json:"redundancy"`
 	// MaxPrice is the cap per stage replica, in base units.
 	MaxPrice  string   `json:"max_price"`

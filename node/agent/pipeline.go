@@ -1,0 +1,346 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// RuntimeCKKS is the runtime of encrypted pipeline stages. The version is
+// part of it: replicas agree bit for bit only on the same lattigo and he
+// wire format.
+const RuntimeCKKS = "ckks:lattigo-v5.0.7:he-v1"
+
+// PipelineInput is the input of a pipeline job, the blob its Input hash
+// names: the model, the client's evaluation keys and the encrypted input.
+// Only the client can decrypt anything a pipeline produces.
+type PipelineInput struct {
+	Version    int        `json:"version"`
+	Model      types.Hash `json:"model"`
+	Keys       types.Hash `json:"keys"`
+	Ciphertext types.Hash `json:"ciphertext"`
+}
+
+// Encode is the canonical encoding.
+func (in *PipelineInput) Encode() []byte {
+	bz, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return bz
+}
+
+// DecodePipelineInput decodes and checks a pipeline input manifest.
+func DecodePipelineInput(bz []byte) (*PipelineInput, error) {
+	var in PipelineInput
+	if err := strictJSON(bz, &in); err != nil {
+		return nil, fmt.Errorf("pipeline input: %w", err)
+	}
+	switch {
+	case in.Version != 1:
+		return nil, fmt.Errorf("pipeline input version %d: this build reads version 1", in.Version)
+	case in.Model == (types.Hash{}) || in.Keys == (types.Hash{}) || in.Ciphertext == (types.Hash{}):
+		return nil, fmt.Errorf("pipeline input must name a model, evaluation keys and a ciphertext")
+	}
+	return &in, nil
+}
+
+// PipelineProtocol carries a stage's output ciphertext to the provider of
+// the next stage in the same replica chain. The sender writes one JSON
+// line (pushHeader), then the ciphertext's bytes; the receiver answers one
+// JSON line (pushReply).
+const PipelineProtocol = "/ogpu/pipeline/1"
+
+// maxPush bounds a pushed ciphertext (a fresh N14 ciphertext is ~2 MB).
+const maxPush = 64 << 20
+
+type pushHeader struct {
+	Job   uint64     `json:"job"`
+	Stage uint16     `json:"stage"` // the stage whose output this is
+	Hash  types.Hash `json:"hash"`
+	Size  int64      `json:"size"`
+}
+
+type pushReply struct {
+	OK    bool   `json:"ok,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// pushOutput streams a stage output to peer.
+func pushOutput(ctx context.Context, h *p2p.Host, to peer.ID, hd pushHeader, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	s, err := h.Host().NewStream(ctx, to, PipelineProtocol)
+	if err != nil {
+		return fmt.Errorf("cannot open a pipeline stream to %s: %w", to, err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	w := bufio.NewWriter(s)
+	if err := json.NewEncoder(w).Encode(hd); err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := s.CloseWrite(); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(io.LimitReader(s, 4096)).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("no answer from %s: %w", to, err)
+	}
+	var r pushReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return fmt.Errorf("bad answer from %s: %w", to, err)
+	}
+	if !r.OK {
+		return fmt.Errorf("%s refused the ciphertext: %s", to, r.Error)
+	}
+	return nil
+}
+
+// servePushes installs the pipeline handler: a ciphertext is accepted
+// only from a provider holding a slot of the stage it says it comes from,
+// for a provider (this one) holding a slot of the next stage; it must hash
+// to what the header says and parse as a ciphertext. Accepted ones go to
+// the store and to deliver.
+func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Access, self func() string,
+	deliver func(job uint64, stage uint16, hash types.Hash)) {
+	h.Host().SetStreamHandler(PipelineProtocol, func(s network.Stream) {
+		defer s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = s.SetReadDeadline(time.Now().Add(2 * time.Minute))
+		reply := func(err error) {
+			r := pushReply{OK: err == nil}
+			if err != nil {
+				r.Error = err.Error()
+			}
+			_ = json.NewEncoder(s).Encode(r)
+		}
+		br := bufio.NewReader(s)
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			_ = s.Reset()
+			return
+		}
+		var hd pushHeader
+		if err := strictJSON(line, &hd); err != nil {
+			reply(fmt.Errorf("bad header: %v", err))
+			return
+		}
+		if hd.Size <= 0 || hd.Size > maxPush {
+			reply(fmt.Errorf("size %d is not within (0, %d]", hd.Size, maxPush))
+			return
+		}
+		j, err := c.Job(ctx, hd.Job)
+		if err != nil {
+			reply(err)
+			return
+		}
+		if err := pushAllowed(ctx, c, j, hd.Stage, s.Conn().RemotePeer().String(), self()); err != nil {
+			reply(err)
+			return
+		}
+		data := make([]byte, hd.Size)
+		if _, err := io.ReadFull(br, data); err != nil {
+			reply(fmt.Errorf("read %d bytes: %v", hd.Size, err))
+			return
+		}
+		if sum := sha256.Sum256(data); types.Hash(sum) != hd.Hash {
+			reply(fmt.Errorf("the bytes hash to %x, the header says %x", sum[:8], hd.Hash[:8]))
+			return
+		}
+		if _, err := he.UnmarshalCiphertext(data); err != nil {
+			reply(err)
+			return
+		}
+		access.Restrict(hd.Hash, hd.Job)
+		if _, err := store.Put(data); err != nil {
+			reply(fmt.Errorf("cannot store it: %v", err))
+			return
+		}
+		deliver(hd.Job, hd.Stage+1, hd.Hash)
+		reply(nil)
+	})
+}
+
+// pushAllowed checks that peer `from` holds a slot in stage and peer `to`
+// one in stage+1 of pipeline job j.
+func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage uint16, from, to string) error {
+	if j.Kind != "pipeline" {
+		return fmt.Errorf("job %d is not a pipeline job", j.ID)
+	}
+	if int(stage)+1 >= len(j.Tasks) {
+		return fmt.Errorf("job %d has no stage after %d", j.ID, stage)
+	}
+	holds := func(s int, id string) bool {
+		for _, sl := range j.Tasks[s].Slots {
+			if pv, err := c.Provider(ctx, sl.Provider); err == nil && pv.PeerID == id {
+				return true
+			}
+		}
+		return false
+	}
+	if !holds(int(stage), from) {
+		return fmt.Errorf("peer %s holds no slot of job %d stage %d", from, j.ID, stage)
+	}
+	if !holds(int(stage)+1, to) {
+		return fmt.Errorf("this provider holds no slot of job %d stage %d", j.ID, stage+1)
+	}
+	return nil
+}
+
+// fetchVerdict makes sure the store holds blob want, the settled result of
+// stage of job j: it is fetched from the providers of that stage that
+// revealed it.
+func fetchVerdict(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, stage int, want types.Hash) error {
+	if store.Has(want) {
+		return nil
+	}
+	var peers []peer.ID
+	for _, s := range j.Tasks[stage].Slots {
+		if s.Result == nil || *s.Result != want {
+			continue
+		}
+		if pid, err := connectProvider(ctx, h, c, s.Provider); err == nil {
+			peers = append(peers, pid)
+		}
+	}
+	if len(peers) == 0 {
+		return fmt.Errorf("job %d stage %d: no provider that revealed result %x is reachable", j.ID, stage, want[:8])
+	}
+	if _, err := h.Fetch(ctx, want, p2p.FetchOptions{Peers: peers}); err != nil {
+		return fmt.Errorf("fetch result %x of job %d stage %d: %w", want[:8], j.ID, stage, err)
+	}
+	return nil
+}
+
+// fetchFromParties makes sure the store holds blob want of job j, fetching
+// it from the job's client and the providers of its slots, retrying until
+// ctx ends.
+func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash) error {
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if store.Has(want) {
+			return nil
+		}
+		peers := peersOf(h, j.Client)
+		if attempt%10 == 0 {
+			for _, a := range slotProviders(j) {
+				if pid, err := connectProvider(ctx, h, c, a); err == nil {
+					peers = append(peers, pid)
+				}
+			}
+		}
+		if len(peers) > 0 {
+			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := h.Fetch(fctx, want, p2p.FetchOptions{Peers: peers})
+			cancel()
+			if err == nil {
+				continue
+			}
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cannot fetch %x of job %d: %v (%w)", want[:8], j.ID, lastErr, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// pipelineParts loads what a stage needs: the input manifest, the model
+// (checked against the job) and an evaluator under the client's keys.
+type pipelineParts struct {
+	In    *PipelineInput
+	Model *he.Model
+	Keys  *he.EvalKeys
+}
+
+func loadPipelineParts(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView) (*pipelineParts, error) {
+	if err := fetchFromParties(ctx, h, c, store, j, j.Input); err != nil {
+		return nil, err
+	}
+	bz, err := store.Get(j.Input)
+	if err != nil {
+		return nil, err
+	}
+	in, err := DecodePipelineInput(bz)
+	if err != nil {
+		return nil, err
+	}
+	if in.Model != j.Model {
+		return nil, fmt.Errorf("job %d's input names model %x, the job %x", j.ID, in.Model[:8], j.Model[:8])
+	}
+	for _, want := range []types.Hash{in.Model, in.Keys} {
+		if err := fetchFromParties(ctx, h, c, store, j, want); err != nil {
+			return nil, err
+		}
+	}
+	mb, err := store.Get(in.Model)
+	if err != nil {
+		return nil, err
+	}
+	m, err := he.ParseModel(mb)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Stages) != int(j.Stages) {
+		return nil, fmt.Errorf("job %d has %d stages, its model %d", j.ID, j.Stages, len(m.Stages))
+	}
+	kb, err := store.Get(in.Keys)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := he.UnmarshalEvalKeys(kb)
+	if err != nil {
+		return nil, err
+	}
+	return &pipelineParts{In: in, Model: m, Keys: keys}, nil
+}
+
+// stageInput returns the agreed input of stage s: the client's ciphertext
+// for stage 0, else the settled result of stage s-1 (zero if not yet).
+func stageInput(j *chain.JobView, in *PipelineInput, s int) types.Hash {
+	if s == 0 {
+		return in.Ciphertext
+	}
+	if s-1 < len(j.Tasks) && j.Tasks[s-1].Status == "settled" {
+		return j.Tasks[s-1].Verdict
+	}
+	return types.Hash{}
+}
+
+// evalStage evaluates stage s on the ciphertext encoded in inBytes and
+// returns the output's encoding.
+func evalStage(ev *he.Evaluator, s int, inBytes []byte) ([]byte, error) {
+	ct, err := he.UnmarshalCiphertext(inBytes)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ev.EvalStage(s, ct)
+	if err != nil {
+		return nil, err
+	}
+	return out.Marshal()
+}

@@ -1,0 +1,313 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// pipeTask is what a provider knows of one pipeline stage it holds: the
+// input ciphertexts pushed to it and whether the chain has opened it.
+type pipeTask struct {
+	wake   chan struct{}
+	pushed []types.Hash
+	opened *market.EventStageOpened
+}
+
+func (p *Provider) pipe(k taskKey) *pipeTask {
+	t, ok := p.pipes[k]
+	if !ok {
+		t = &pipeTask{wake: make(chan struct{}, 1)}
+		p.pipes[k] = t
+	}
+	return t
+}
+
+func (t *pipeTask) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// delivered records a ciphertext pushed for stage of job.
+func (p *Provider) delivered(job uint64, stage uint16, h types.Hash) {
+	p.mu.Lock()
+	t := p.pipe(taskKey{job, stage})
+	t.pushed = append(t.pushed, h)
+	p.mu.Unlock()
+	t.poke()
+	p.log.Info("received the previous stage's ciphertext", "job", job, "stage", stage, "ciphertext", fmt.Sprintf("%x", h[:8]))
+}
+
+// stageOpened records that the chain opened a stage.
+func (p *Provider) stageOpened(e market.EventStageOpened) {
+	p.mu.Lock()
+	t := p.pipe(taskKey{e.Job, e.Stage})
+	t.opened = &e
+	p.mu.Unlock()
+	t.poke()
+}
+
+// evaluator returns an evaluator for parts, cached by model and keys (a
+// key set is tens of MB; a client sends it once).
+func (p *Provider) evaluator(parts *pipelineParts) (*he.Evaluator, error) {
+	k := [2]types.Hash{parts.In.Model, parts.In.Keys}
+	p.mu.Lock()
+	ev, ok := p.evals[k]
+	p.mu.Unlock()
+	if ok {
+		return ev, nil
+	}
+	m := parts.Model
+	if p.cfg.Lie {
+		m = lieModel(m)
+	}
+	ev, err := he.NewEvaluator(m, parts.Keys)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if len(p.evals) >= 4 {
+		clear(p.evals)
+	}
+	p.evals[k] = ev
+	p.mu.Unlock()
+	return ev, nil
+}
+
+// lieModel is the devnet liar's model: one weight (or coefficient) off,
+// so that its outputs are well-formed ciphertexts of the wrong answer.
+func lieModel(m *he.Model) *he.Model {
+	c := *m
+	c.Stages = make([]he.Stage, len(m.Stages))
+	for i, s := range m.Stages {
+		if s.Dense != nil {
+			d := *s.Dense
+			d.Weights = make([][]float64, len(s.Dense.Weights))
+			for r := range d.Weights {
+				d.Weights[r] = append([]float64(nil), s.Dense.Weights[r]...)
+			}
+			d.Weights[0][0] += 0.25
+			s.Dense = &d
+		}
+		c.Stages[i] = s
+	}
+	return &c
+}
+
+// runPipelineTask runs stage k.Stage of a pipeline job: it loads the
+// model and the client's evaluation keys, evaluates the stage as soon as
+// an input is at hand (the client's ciphertext, or the one the previous
+// provider of its replica chain pushes), and commits once the chain has
+// opened the stage and the input it used is the agreed one; if the
+// agreed input differs (the previous stage was disputed) it fetches that
+// and evaluates again. The output goes to the next stage's provider of
+// the same replica chain.
+func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobView, commitDeadline uint64) error {
+	s := int(k.Stage)
+	p.log.Info("won the auction: pipeline stage", "job", k.Job, "stage", s, "of", j.Stages)
+	defer func() {
+		p.mu.Lock()
+		delete(p.pipes, k)
+		p.mu.Unlock()
+	}()
+	deadline := j.Expiry
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go p.cancelAtHeight(tctx, cancel, deadline)
+	t0 := time.Now()
+	parts, err := loadPipelineParts(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)
+	if err != nil {
+		return err
+	}
+	for _, h := range []types.Hash{j.Input, parts.In.Model, parts.In.Keys, parts.In.Ciphertext} {
+		p.access.Restrict(h, k.Job)
+	}
+	ev, err := p.evaluator(parts)
+	if err != nil {
+		return err
+	}
+	p.log.Info("loaded model and evaluation keys", "job", k.Job, "stage", s, "keys", fmt.Sprintf("%x", parts.In.Keys[:8]), "took", time.Since(t0).Round(time.Millisecond))
+	var (
+		input  types.Hash // what out was computed from
+		out    []byte
+		outH   types.Hash
+		pushed bool
+	)
+	for {
+		agreed, open, cd, err := p.stageState(tctx, k, parts.In)
+		if err != nil {
+			return err
+		}
+		if open && cd != 0 {
+			commitDeadline = cd
+		}
+		// The input to evaluate: the agreed one once known, else the
+		// first pushed by the previous stage (speculatively).
+		cand := agreed
+		if cand == (types.Hash{}) {
+			p.mu.Lock()
+			if t := p.pipes[k]; t != nil && len(t.pushed) > 0 {
+				cand = t.pushed[0]
+			}
+			p.mu.Unlock()
+		}
+		if cand != (types.Hash{}) && cand != input {
+			if !p.cfg.Store.Has(cand) {
+				if s == 0 {
+					err = fetchFromParties(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, cand)
+				} else {
+					jv, qerr := p.cfg.Chain.Job(tctx, k.Job)
+					if qerr != nil {
+						return qerr
+					}
+					err = fetchVerdict(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, jv, s-1, cand)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			inBytes, err := p.cfg.Store.Get(cand)
+			if err != nil {
+				return err
+			}
+			t1 := time.Now()
+			p.evalMu.Lock()
+			out, err = evalStage(ev, s, inBytes)
+			p.evalMu.Unlock()
+			if err != nil {
+				return fmt.Errorf("stage %d: %w", s, err)
+			}
+			if outH, err = p.cfg.Store.Put(out); err != nil {
+				return err
+			}
+			input, pushed = cand, false
+			p.access.Restrict(outH, k.Job)
+			p.log.Info("evaluated stage on ciphertexts", "job", k.Job, "stage", s, "input", fmt.Sprintf("%x", cand[:8]),
+				"output", fmt.Sprintf("%x", outH[:8]), "bytes", len(out), "took", time.Since(t1).Round(time.Millisecond))
+		}
+		if out != nil && !pushed {
+			pushed = true
+			if s+1 < int(j.Stages) {
+				p.spawn(func() { p.pushNext(ctx, k, outH, out) })
+			}
+		}
+		if out != nil && open && input == agreed {
+			break
+		}
+		p.mu.Lock()
+		t := p.pipe(k)
+		p.mu.Unlock()
+		select {
+		case <-tctx.Done():
+			return fmt.Errorf("stage %d of job %d: gave up waiting for its input or its turn: %w", s, k.Job, tctx.Err())
+		case <-t.wake:
+		case <-time.After(time.Second):
+		}
+	}
+	secret := &resultSecret{Result: outH, Salt: randomHash(), CommitDeadline: commitDeadline}
+	p.mu.Lock()
+	p.results[k] = secret
+	p.mu.Unlock()
+	p.saveSecrets()
+	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(outH, secret.Salt, p.addr)}
+	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+		return fmt.Errorf("commit result: %w", err)
+	}
+	p.log.Info("committed result", "job", k.Job, "stage", s, "result", fmt.Sprintf("%x", outH[:8]))
+	return nil
+}
+
+// stageState reads where stage k is: the agreed input (zero until the
+// previous stage settles), whether it is open for commitments and its
+// commit deadline. The stage-opened event answers without a query; the
+// chain is asked otherwise (a restarted or reassigned provider).
+func (p *Provider) stageState(ctx context.Context, k taskKey, in *PipelineInput) (agreed types.Hash, open bool, commitDeadline uint64, err error) {
+	if k.Stage == 0 {
+		return in.Ciphertext, true, 0, nil
+	}
+	p.mu.Lock()
+	t := p.pipe(k)
+	opened := t.opened
+	p.mu.Unlock()
+	if opened != nil {
+		return opened.Input, true, opened.CommitDeadline, nil
+	}
+	j, err := p.cfg.Chain.Job(ctx, k.Job)
+	if err != nil {
+		return types.Hash{}, false, 0, err
+	}
+	if !j.State.Open() {
+		return types.Hash{}, false, 0, fmt.Errorf("job %d is %s", k.Job, j.StateName)
+	}
+	task := j.Tasks[k.Stage]
+	switch task.Status {
+	case "waiting":
+		return types.Hash{}, false, 0, nil
+	case "settled":
+		return types.Hash{}, false, 0, fmt.Errorf("stage %d of job %d settled (%s) before this provider committed", k.Stage, k.Job, task.Status)
+	}
+	return stageInput(j, in, int(k.Stage)), true, task.CommitDeadline, nil
+}
+
+// pushNext streams the output of stage k to the provider holding the same
+// slot index in the next stage (its replica chain). A failed push is not
+// fatal: the next provider fetches the agreed input once the chain has it.
+func (p *Provider) pushNext(ctx context.Context, k taskKey, h types.Hash, data []byte) {
+	j, err := p.cfg.Chain.Job(ctx, k.Job)
+	if err != nil || int(k.Stage)+1 >= len(j.Tasks) {
+		return
+	}
+	idx := -1
+	for i, sl := range j.Tasks[k.Stage].Slots {
+		if sl.Provider == p.addr {
+			idx = i
+			break
+		}
+	}
+	next := j.Tasks[k.Stage+1].Slots
+	if idx < 0 || idx >= len(next) {
+		return
+	}
+	to := next[idx].Provider
+	if to == p.addr {
+		p.delivered(k.Job, k.Stage+1, h)
+		return
+	}
+	pid, err := connectProvider(ctx, p.cfg.Host, p.cfg.Chain, to)
+	if err == nil {
+		err = pushOutput(ctx, p.cfg.Host, pid, pushHeader{Job: k.Job, Stage: k.Stage, Hash: h, Size: int64(len(data))}, data)
+	}
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			p.log.Warn("cannot push the stage output to the next provider (it will fetch it after settlement)", "job", k.Job, "stage", k.Stage, "to", to.Hex(), "err", err)
+		}
+		return
+	}
+	p.log.Info("pushed the stage output to the next provider", "job", k.Job, "stage", k.Stage, "to", to.Hex(), "peer", peer.ID(pid).ShortString(), "bytes", len(data))
+}
+
+// cancelAtHeight cancels when the chain passes height.
+func (p *Provider) cancelAtHeight(ctx context.Context, cancel func(), height uint64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil && uint64(st.SyncInfo.LatestBlockHeight) > height {
+			cancel()
+			return
+		}
+	}
+}

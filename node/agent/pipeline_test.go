@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// pipelineModel is a 3-stage model that fits preset N13 (depth 4): a
+// dense layer, a degree-2 activation on its own, a dense layer.
+func pipelineModel(t *testing.T) *he.Model {
+	w := func(out, in int, seed float64) [][]float64 {
+		m := make([][]float64, out)
+		for i := range m {
+			m[i] = make([]float64, in)
+			for j := range m[i] {
+				m[i][j] = math.Sin(seed+float64(7*i+3*j)) / 2
+			}
+		}
+		return m
+	}
+	m := &he.Model{Format: he.ModelFormat, Name: "agent-test", Preset: "N13", LogSlots: 3, Inputs: 6, Stages: []he.Stage{
+		{Name: "dense-1", Dense: &he.Dense{Weights: w(8, 6, 1), Bias: []float64{0.1, -0.1, 0.2, 0, 0, 0.05, -0.2, 0.3}}},
+		{Name: "square", Activation: &he.Activation{Kind: he.ActPolynomial, Coeffs: []string{"0.125", "0.5", "0.25"}}},
+		{Name: "dense-2", Dense: &he.Dense{Weights: w(3, 8, 2)}},
+	}}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (n *testNet) pipelineJob(t *testing.T, m *he.Model, input []float64) (PipelineJob, *he.SecretKey) {
+	sk, ek, err := he.GenerateKeys(m.Preset, m.LogSlots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ekb, err := ek.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PipelineJob{Model: m, Key: sk, EvalKeys: ekb, Input: input, Redundancy: 2, MaxPrice: types.OGPU(5),
+		Req:     market.Requirements{MinStake: types.OGPU(100)},
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 20, Verify: 10}}, sk
+}
+
+// TestPipelineJobWithLiar runs a 3-stage encrypted job on three real
+// providers, one of which evaluates its dense stages with a wrong weight:
+// its stage-0 and stage-2 outputs are disputed, the validator re-executes
+// them on the agreed inputs and votes, the liar is slashed, and the client
+// decrypts the verified output, which matches the plaintext model.
+func TestPipelineJobWithLiar(t *testing.T) {
+	n := newTestNet(t)
+	// Per-stage prices make the replica chains cross providers: chain 0
+	// is prov1 → prov3 → prov1 (its ciphertexts travel over libp2p),
+	// chain 1 is the liar throughout, prov3 at stage 0 and 2 (prov1 at
+	// stage 1) is the backup whose bid sets the price.
+	n.providerWith("prov1", stagePrices{100, 300, 100}, false)
+	liar := n.providerWith("prov2", stagePrices{200, 200, 200}, true)
+	honest := n.providerWith("prov3", stagePrices{300, 100, 300}, false)
+	c := n.client()
+	m := pipelineModel(t)
+	input := []float64{0.61803, -0.27182, 0.31415, -0.14142, 0.1732, 0.2236}
+	job, _ := n.pipelineJob(t, m, input)
+	res, err := c.RunPipeline(n.ctx, job, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := m.Forward(input)
+	for i := range want {
+		if math.Abs(res.Output[i]-want[i]) > 1e-3 {
+			t.Fatalf("output %d: decrypted %v, plaintext %v", i, res.Output[i], want[i])
+		}
+	}
+	t.Logf("decrypted %v, plaintext %v", res.Output, want)
+	outcomes := map[uint16]string{}
+	for _, s := range res.Stages {
+		outcomes[s.Stage] = s.Outcome
+	}
+	if outcomes[0] != "verdict" || outcomes[1] != "agreed" || outcomes[2] != "verdict" {
+		t.Fatalf("stage outcomes %v: want verdicts at the liar's dense stages 0 and 2, agreement at the activation stage 1", outcomes)
+	}
+	if res.Paid.Cmp(types.OGPU(0)) == 0 {
+		t.Fatal("nobody was paid")
+	}
+	pv, err := n.c.Provider(n.ctx, liar.agent.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pv.Tombstoned || pv.Reputation.Lost == 0 {
+		t.Fatalf("liar not punished: tombstoned %v, lost %d", pv.Tombstoned, pv.Reputation.Lost)
+	}
+	if res.Compensated.IsZero() {
+		t.Fatal("the client got no compensation from the liar's slash")
+	}
+	n.supplyIsCap()
+
+	// What prov3 got over the wire: its store holds every blob it
+	// fetched (manifest, model, keys from the client) or was pushed (the
+	// stage-0 output from prov1). None is a secret key, none holds the
+	// input in the clear; the job's data are ciphertexts and keys.
+	checkNoPlaintext(t, honest.agent.cfg.Store, input)
+}
+
+// stagePrices prices stage s of a pipeline at s thousandths of an oGPU.
+type stagePrices []uint64
+
+func (sp stagePrices) Price(_ context.Context, j pricing.JobView) (*uint256.Int, error) {
+	return new(uint256.Int).Div(types.OGPU(sp[j.Stage]), uint256.NewInt(1000)), nil
+}
+
+// checkNoPlaintext inspects every blob in store: HE objects must be
+// ciphertexts or evaluation keys, and no blob may contain the input's
+// values as float64 bytes or as decimal text.
+func checkNoPlaintext(t *testing.T, store *blobstore.Store, input []float64) {
+	t.Helper()
+	hashes, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, h := range hashes {
+		bz, err := store.Get(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind, _, _, err := he.Peek(bz); err == nil {
+			if kind != he.KindCiphertext && kind != he.KindEvalKeys {
+				t.Fatalf("provider holds a %s", kind)
+			}
+			kinds = append(kinds, kind.String())
+		} else {
+			kinds = append(kinds, "other")
+		}
+		for _, v := range input {
+			le := binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))
+			be := binary.BigEndian.AppendUint64(nil, math.Float64bits(v))
+			txt := []byte(strconv.FormatFloat(v, 'g', -1, 64) + ",")
+			if bytes.Contains(bz, le) || bytes.Contains(bz, be) || bytes.Contains(bz, txt) {
+				t.Fatalf("blob %x contains input value %v in the clear", h[:8], v)
+			}
+		}
+	}
+	t.Logf("provider store: %v", kinds)
+	var cts int
+	for _, k := range kinds {
+		if k == he.KindCiphertext.String() {
+			cts++
+		}
+	}
+	if cts == 0 {
+		t.Fatal("the provider received no ciphertext: nothing was checked")
+	}
+}
