@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -140,11 +141,13 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("pricing-script", "", "executable that reads the job as JSON on stdin and prints a price (docs/pricing-scripts.md)")
 	f.String("price-base", "0.1ogpu", "built-in strategy: price per job")
 	f.String("price-per-token", "0.05ogpu", "built-in strategy: price per token of the job's budget")
+	f.String("price-stage", "0.1ogpu", "built-in strategy: price per encrypted pipeline stage")
+	f.Bool("pipeline", true, "offer encrypted pipeline stages (CKKS on this CPU; the data stays encrypted)")
 	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
 	f.Int("threads", 0, "llama.cpp threads (default min(4, CPUs)); part of the determinism class")
 	f.Int("batch", 512, "llama.cpp batch size; part of the determinism class")
 	f.String("log-level", "info", "debug, info, warn or error")
-	f.Bool("devnet-lie", false, "DEVNET ONLY: change one token of every output (shows the dispute path; you will be slashed)")
+	f.Bool("devnet-lie", false, "DEVNET ONLY: change one token of every output, evaluate pipeline stages with a wrong weight (shows the dispute path; you will be slashed)")
 	_ = f.MarkHidden("devnet-lie")
 	addP2PFlags(cmd, []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"})
 }
@@ -231,7 +234,11 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	} else {
 		base, _ := f.GetString("price-base")
 		per, _ := f.GetString("price-per-token")
+		stage, _ := f.GetString("price-stage")
 		var s pricing.PerToken
+		if s.PerStage, err = types.ParseAmount(stage); err != nil {
+			return fmt.Errorf("--price-stage: %w", err)
+		}
 		if s.Base, err = types.ParseAmount(base); err != nil {
 			return fmt.Errorf("--price-base: %w", err)
 		}
@@ -246,6 +253,7 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 		}
 	}
 	cfg.FetchProgress = progressBar(cmd.ErrOrStderr())
+	cfg.Pipeline, _ = f.GetBool("pipeline")
 	cfg.Lie, _ = f.GetBool("devnet-lie")
 	if cfg.Lie {
 		logger.Warn("--devnet-lie: every output will have one token changed; the chain will slash this provider")
@@ -304,21 +312,34 @@ func newJobCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Run jobs on the market and read their results"}
 	run := &cobra.Command{
 		Use:   "run",
-		Short: "Post an LLM job, serve the prompt to the winners, stream the text, wait for payment",
-		Long: `Post an inference job from --from's account and follow it to the end: the
-sealed-bid auction, the award, the prompt served over libp2p to the winning
-providers only, the text streamed from the first winner as it is generated,
-the result hashes committed and revealed on chain, the verification outcome,
-the price paid and the refund. The text goes to stdout, progress to stderr.`,
+		Short: "Post an LLM or encrypted pipeline job, serve its input to the winners, wait for the verified result",
+		Long: `Post a job from --from's account and follow it to the end: the sealed-bid
+auction, the award, the input served over libp2p to the winning providers
+only, the result hashes committed and revealed on chain, the verification
+outcome, the price paid and the refund. Results go to stdout, progress to
+stderr.
+
+--kind inference (default): an LLM generation of --prompt; the text is
+streamed from the first winner as it is generated.
+
+--kind pipeline: --model is a pipeline model file (ogpu model train-example
+writes one) and --input a JSON array of numbers, which is encrypted here
+under your CKKS key (created under HOME/he on first use, or --he-keys DIR),
+or a ciphertext file from ogpu he encrypt. Each stage runs on --redundancy
+providers, each streaming its output ciphertext to the next stage's provider;
+only the decrypted result, computed here, is ever in the clear.`,
 		Args: cobra.NoArgs,
 		RunE: runJobRun,
 	}
 	f := run.Flags()
 	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed); default: the model most providers serve")
-	f.String("prompt", "", "the prompt")
+	f.String("kind", "inference", "inference (an LLM generation) or pipeline (encrypted CKKS stages)")
+	f.String("prompt", "", "inference: the prompt")
+	f.String("input", "", "pipeline: a JSON array of numbers (encrypted here) or a ciphertext file")
+	f.String("he-keys", "", "pipeline: directory with secret.key and eval.keys (default HOME/he/PRESET-wWIDTH, created if missing)")
 	f.Uint64("max-tokens", 64, "tokens to generate at most")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
-	f.String("max-price", "5ogpu", "price cap per provider")
+	f.String("max-price", "5ogpu", "price cap per provider (pipeline: per stage replica)")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
 	f.String("class", "", "determinism class the providers must be in")
 	f.Uint64("bid-blocks", 5, "blocks of sealed bidding")
@@ -328,7 +349,6 @@ the price paid and the refund. The text goes to stdout, progress to stderr.`,
 	f.String("from", "", "name or address of the paying key (required)")
 	f.Duration("timeout", 10*time.Minute, "give up waiting after this long (the job goes on on chain)")
 	addP2PFlags(run, []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
-	_ = run.MarkFlagRequired("prompt")
 	_ = run.MarkFlagRequired("from")
 
 	result := &cobra.Command{
@@ -401,6 +421,16 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
+	switch kind, _ := f.GetString("kind"); kind {
+	case market.KindPipeline:
+		return runPipelineJob(ctx, cmd)
+	case market.KindInference:
+	default:
+		return fmt.Errorf("--kind %q: use inference or pipeline", kind)
+	}
+	if p, _ := f.GetString("prompt"); p == "" {
+		return errors.New("--prompt is required for an inference job")
+	}
 	var j agent.LLMJob
 	var err error
 	modelStr, _ := f.GetString("model")
@@ -418,18 +448,9 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	}
 	j.Prompt, _ = f.GetString("prompt")
 	j.MaxTokens, _ = f.GetUint64("max-tokens")
-	j.Redundancy, _ = f.GetUint16("redundancy")
-	price, _ := f.GetString("max-price")
-	if j.MaxPrice, err = parsePositiveAmount("max price", price); err != nil {
+	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
 	}
-	j.Req = market.Requirements{MinStake: types.OGPU(0)}
-	j.Req.Attributes, _ = f.GetStringArray("require")
-	j.Req.Class, _ = f.GetString("class")
-	j.Windows.Bid, _ = f.GetUint64("bid-blocks")
-	j.Windows.Reveal, _ = f.GetUint64("reveal-blocks")
-	j.Windows.Execute, _ = f.GetUint64("execute-blocks")
-	j.Windows.Verify, _ = f.GetUint64("verify-blocks")
 	cl, closeFn, err := clientSession(cmd, ctx)
 	if err != nil {
 		return err

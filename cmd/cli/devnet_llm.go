@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/he/example"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -45,6 +48,10 @@ type DevnetReport struct {
 	Liar        types.Address
 	LiarSlashed bool
 	Height      int64
+	// Pipeline is the encrypted 3-stage job of round 3; Plaintext the same
+	// model's output computed in the clear on the same input.
+	Pipeline  *agent.PipelineResult
+	Plaintext []float64
 }
 
 // devnetLogger prints an agent's log lines as "  [name] message k=v".
@@ -178,7 +185,7 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 		if err != nil {
 			return nil, err
 		}
-		dp := &devProvider{acct: acct, price: pricing.PerToken{Base: per(100), PerToken: per(40 + 10*uint64(i))}}
+		dp := &devProvider{acct: acct, price: pricing.PerToken{Base: per(100), PerToken: per(40 + 10*uint64(i)), PerStage: per(100 + 20*uint64(i))}}
 		access := agent.NewAccess(d.c)
 		if dp.host, dp.store, err = newHost(acct.name, nodeKey, access, boot); err != nil {
 			return nil, err
@@ -202,7 +209,7 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 		cfg := agent.ProviderConfig{
 			Chain: d.c, Key: dp.acct.key, Host: dp.host, Store: dp.store, LLM: lo, Strategy: dp.price,
 			Attributes: attrs, Bond: types.OGPU(200), StateDir: filepath.Join(home, "p2p", dp.acct.name, "state"),
-			Logger: logger(dp.acct.name), Lie: lie,
+			Logger: logger(dp.acct.name), Lie: lie, Pipeline: true,
 		}
 		if dp.store.Has(modelHash) {
 			cfg.Models = []types.Hash{modelHash}
@@ -274,11 +281,7 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 	round := func(n int, title string) (*agent.LLMResult, error) {
 		fmt.Fprintf(w, "\n== round %d: %s\n", n, title)
 		fmt.Fprintf(w, "alice: ogpu job run --prompt %q --max-tokens %d --redundancy 2 --max-price 5ogpu\n", job.Prompt, job.MaxTokens)
-		var pairs []string
-		for _, a := range d.accts {
-			pairs = append(pairs, a.addr.Hex(), a.name)
-		}
-		names := strings.NewReplacer(pairs...)
+		names := names(d)
 		var streaming atomic.Bool // the stream and the chain events come from different goroutines
 		res, err := client.RunLLM(ctx, job, func(f string, a ...any) {
 			line := "-> " + names.Replace(fmt.Sprintf(f, a...))
@@ -327,5 +330,99 @@ func (d *devnet) llmRounds(home string, opts DevnetOptions) (*DevnetReport, erro
 		return report, errors.New("the lying provider was not slashed")
 	}
 	fmt.Fprintf(w, "prov2 is tombstoned for fraud: reputation %d/1000, bonded %s\n", pv.Score, types.FormatAmount(pv.Bonded))
+	if err := d.pipelineRound(ctx, client, report, names(d)); err != nil {
+		return report, err
+	}
 	return report, nil
+}
+
+// names replaces every devnet address with its account name.
+func names(d *devnet) *strings.Replacer {
+	var pairs []string
+	for _, a := range d.accts {
+		pairs = append(pairs, a.addr.Hex(), a.name)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// pipelineRound trains the example classifier, encrypts one test example
+// under a fresh CKKS key, runs the 3-stage model as an encrypted pipeline
+// job on prov1 and prov3 and prints the decrypted result next to the
+// plaintext model's.
+func (d *devnet) pipelineRound(ctx context.Context, client *agent.Client, report *DevnetReport, names *strings.Replacer) error {
+	w := d.w
+	fmt.Fprintf(w, "\n== round 3: an encrypted pipeline job (CKKS): 3 stages, each on 2 providers that never see the data\n")
+	fmt.Fprintln(w, "alice: ogpu model train-example --out model.json")
+	t0 := time.Now()
+	m, tr, err := example.Train(example.Options{Seed: 1})
+	if err != nil {
+		return err
+	}
+	mh, err := m.Hash()
+	if err != nil {
+		return err
+	}
+	p, err := he.NewParams(m.Preset)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "-> trained %q in %s: %d stages on preset %s (uses %d of its %d levels), sha256 %x...; plaintext accuracy %.1f%% (train) %.1f%% (test), a linear model gets %.1f%%\n",
+		m.Name, time.Since(t0).Round(time.Millisecond), len(m.Stages), m.Preset, p.Depth()-m.InputLevel(p, len(m.Stages)),
+		p.Depth(), mh[:6], 100*tr.TrainAccuracy, 100*tr.TestAccuracy, 100*tr.LinearBaseline)
+	fmt.Fprintf(w, "alice: ogpu he keygen --preset %s --log-slots %d\n", m.Preset, m.LogSlots)
+	t0 = time.Now()
+	sk, ek, err := he.GenerateKeys(m.Preset, m.LogSlots)
+	if err != nil {
+		return err
+	}
+	ekb, err := ek.Marshal()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "-> key %s in %s; the secret key stays with alice, the evaluation keys (%.1f MB: relinearization + %d rotations) go to the providers\n",
+		sk.ID, time.Since(t0).Round(time.Millisecond), float64(len(ekb))/1e6, len(he.Rotations(ek.Params, m.LogSlots)))
+	// The first test example the model gets right (the demo shows the
+	// encrypted run agreeing with the plaintext one, not the model's
+	// mistakes; the test accuracy above says how often it errs).
+	k := 0
+	for i := range tr.Test.X {
+		if out, err := m.Forward(tr.Test.X[i]); err == nil && example.Argmax(out) == tr.Test.Y[i] {
+			k = i
+			break
+		}
+	}
+	x, label := tr.Test.X[k], tr.Test.Y[k]
+	fmt.Fprintf(w, "alice: ogpu job run --kind pipeline --model model.json --input x.json   (x = test example %d, true class %d %s)\n", k, label, example.Labels[label])
+	job := agent.PipelineJob{Model: m, Key: sk, EvalKeys: ekb, Input: x, Redundancy: 2, MaxPrice: types.OGPU(1),
+		Req:     market.Requirements{MinStake: types.OGPU(100)},
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 20, Verify: 10}}
+	res, err := client.RunPipeline(ctx, job, func(f string, a ...any) {
+		fmt.Fprintln(w, "-> "+names.Replace(fmt.Sprintf(f, a...)))
+	})
+	if err != nil {
+		return err
+	}
+	plain, err := m.Forward(x)
+	if err != nil {
+		return err
+	}
+	report.Pipeline, report.Plaintext = res, plain
+	got, want := example.Argmax(res.Output), example.Argmax(plain)
+	maxErr := 0.0
+	for i := range plain {
+		maxErr = max(maxErr, math.Abs(plain[i]-res.Output[i]))
+	}
+	fmt.Fprintf(w, "decrypted by alice: %s → class %d (%s)\n", vectorString(res.Output), got, example.Labels[got])
+	fmt.Fprintf(w, "plaintext model:    %s → class %d (%s); max difference %.2g; true class %d\n", vectorString(plain), want, example.Labels[want], maxErr, label)
+	fmt.Fprintf(w, "job %d: providers paid %s, alice refunded %s, validator fee %s; %d blocks from post to payment, %s\n",
+		res.Job, types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.ValidatorFee),
+		res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
+	if got != want {
+		return fmt.Errorf("the decrypted prediction %d differs from the plaintext one %d", got, want)
+	}
+	// Let the providers' last transactions land before the agents stop.
+	if err := d.c.WaitHeight(ctx, res.Completed+2); err != nil {
+		return err
+	}
+	return d.printBalances("after round 3")
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,21 @@ func TestDevnet(t *testing.T) {
 	if !rep.LiarSlashed || r2.Compensated.IsZero() {
 		t.Errorf("liar slashed %v, client compensated %s", rep.LiarSlashed, r2.Compensated)
 	}
-	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 4 {
+	// Round 3: the encrypted 3-stage job, decrypted by the client, equals
+	// the plaintext model's output.
+	p := rep.Pipeline
+	if p == nil || p.Outcome != "verified" || len(p.Stages) != 3 {
+		t.Fatalf("pipeline round: %+v", p)
+	}
+	for i := range rep.Plaintext {
+		if d := math.Abs(p.Output[i] - rep.Plaintext[i]); d > 1e-3 {
+			t.Errorf("output %d: decrypted %v, plaintext %v", i, p.Output[i], rep.Plaintext[i])
+		}
+	}
+	if !strings.Contains(out.String(), "decrypted by alice") || !strings.Contains(out.String(), "plaintext model:") {
+		t.Error("the devnet did not print the decrypted and plaintext results")
+	}
+	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 5 {
 		t.Error("the supply check did not hold at every step")
 	}
 }

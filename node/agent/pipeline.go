@@ -245,7 +245,7 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 			return nil
 		}
 		peers := peersOf(h, j.Client)
-		if attempt%10 == 0 {
+		if attempt%10 == 9 { // the client is not reachable: try those who fetched it
 			for _, a := range slotProviders(j) {
 				if pid, err := connectProvider(ctx, h, c, a); err == nil {
 					peers = append(peers, pid)
@@ -269,12 +269,25 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 	}
 }
 
-// pipelineParts loads what a stage needs: the input manifest, the model
-// (checked against the job) and an evaluator under the client's keys.
+// pipelineParts is what a stage needs: the input manifest and the model
+// (checked against the job); the client's evaluation keys are in the
+// store (parse them with evalKeys).
 type pipelineParts struct {
 	In    *PipelineInput
 	Model *he.Model
-	Keys  *he.EvalKeys
+}
+
+// evaluator parses the evaluation keys from store and prepares the model.
+func (pp *pipelineParts) evaluator(store *blobstore.Store, m *he.Model) (*he.Evaluator, error) {
+	kb, err := store.Get(pp.In.Keys)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := he.UnmarshalEvalKeys(kb)
+	if err != nil {
+		return nil, err
+	}
+	return he.NewEvaluator(m, keys)
 }
 
 func loadPipelineParts(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView) (*pipelineParts, error) {
@@ -308,15 +321,7 @@ func loadPipelineParts(ctx context.Context, h *p2p.Host, c *node.Client, store *
 	if len(m.Stages) != int(j.Stages) {
 		return nil, fmt.Errorf("job %d has %d stages, its model %d", j.ID, j.Stages, len(m.Stages))
 	}
-	kb, err := store.Get(in.Keys)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := he.UnmarshalEvalKeys(kb)
-	if err != nil {
-		return nil, err
-	}
-	return &pipelineParts{In: in, Model: m, Keys: keys}, nil
+	return &pipelineParts{In: in, Model: m}, nil
 }
 
 // stageInput returns the agreed input of stage s: the client's ciphertext

@@ -61,6 +61,8 @@ func (p *Provider) stageOpened(e market.EventStageOpened) {
 // evaluator returns an evaluator for parts, cached by model and keys (a
 // key set is tens of MB; a client sends it once).
 func (p *Provider) evaluator(parts *pipelineParts) (*he.Evaluator, error) {
+	p.loadMu.Lock() // the stages of one job start together: parse once
+	defer p.loadMu.Unlock()
 	k := [2]types.Hash{parts.In.Model, parts.In.Keys}
 	p.mu.Lock()
 	ev, ok := p.evals[k]
@@ -72,7 +74,7 @@ func (p *Provider) evaluator(parts *pipelineParts) (*he.Evaluator, error) {
 	if p.cfg.Lie {
 		m = lieModel(m)
 	}
-	ev, err := he.NewEvaluator(m, parts.Keys)
+	ev, err := parts.evaluator(p.cfg.Store, m)
 	if err != nil {
 		return nil, err
 	}

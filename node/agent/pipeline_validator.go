@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ogpu-network/ogpu/chain"
-	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -36,7 +35,7 @@ func (v *Validator) verifyPipeline(ctx context.Context, j *chain.JobView, s int)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := he.NewEvaluator(parts.Model, parts.Keys)
+	ev, err := parts.evaluator(v.Store, parts.Model)
 	if err != nil {
 		return nil, err
 	}

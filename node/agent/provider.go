@@ -100,6 +100,7 @@ type Provider struct {
 	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
 	// and the work is CPU-bound).
 	evalMu sync.Mutex
+	loadMu sync.Mutex // held while an evaluator is made
 }
 
 type taskKey struct {

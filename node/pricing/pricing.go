@@ -113,10 +113,13 @@ type Strategy interface {
 // below the strategy's price).
 var ErrNoBid = errors.New("no bid")
 
-// PerToken prices a job at Base + PerToken × max(MaxTokens, 1), in base
-// units; nil means zero. It does not bid where that exceeds the job's cap.
+// PerToken prices an inference job at Base + PerToken × max(MaxTokens, 1)
+// and a pipeline stage at PerStage (Base + PerToken if PerStage is nil),
+// in base units; nil means zero. It does not bid where that exceeds the
+// job's cap.
 type PerToken struct {
 	Base, PerToken *uint256.Int
+	PerStage       *uint256.Int
 }
 
 // Price implements Strategy.
@@ -126,12 +129,14 @@ func (s PerToken) Price(_ context.Context, j JobView) (*uint256.Int, error) {
 		return nil, err
 	}
 	price := new(uint256.Int)
-	if s.PerToken != nil {
+	if j.Kind == "pipeline" && s.PerStage != nil {
+		price.Set(s.PerStage)
+	} else if s.PerToken != nil {
 		if _, overflow := price.MulOverflow(s.PerToken, uint256.NewInt(max(j.MaxTokens, 1))); overflow {
 			return nil, fmt.Errorf("%w: %d tokens at %s each overflows", ErrNoBid, j.MaxTokens, s.PerToken.Dec())
 		}
 	}
-	if s.Base != nil {
+	if s.Base != nil && (j.Kind != "pipeline" || s.PerStage == nil) {
 		if _, overflow := price.AddOverflow(price, s.Base); overflow {
 			return nil, fmt.Errorf("%w: base %s plus the token price overflows", ErrNoBid, s.Base.Dec())
 		}

@@ -74,6 +74,7 @@ func TestPerToken(t *testing.T) {
 		s         PerToken
 		maxTokens uint64
 		maxPrice  string
+		kind      string
 		want      string // base units; "" when no bid
 		errHas    string
 	}{
@@ -85,11 +86,18 @@ func TestPerToken(t *testing.T) {
 		{name: "product overflows", s: PerToken{PerToken: huge}, maxTokens: 2, maxPrice: "1000", errHas: "overflows"},
 		{name: "sum overflows", s: PerToken{Base: huge, PerToken: uint256.NewInt(1)}, maxTokens: 1, maxPrice: "1000", errHas: "overflows"},
 		{name: "bad cap", s: PerToken{}, maxTokens: 1, maxPrice: "ten", errHas: "not a decimal amount"},
+		{name: "pipeline stage", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7), PerStage: uint256.NewInt(300)}, kind: "pipeline", maxPrice: "1000", want: "300"},
+		{name: "pipeline without a stage price", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7)}, kind: "pipeline", maxPrice: "1000", want: "107"},
+		{name: "inference ignores the stage price", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7), PerStage: uint256.NewInt(300)}, maxTokens: 2, maxPrice: "1000", want: "114"},
+		{name: "stage price above the cap", s: PerToken{PerStage: uint256.NewInt(1001)}, kind: "pipeline", maxPrice: "1000", errHas: "above its max price"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := testJob()
 			j.MaxTokens, j.MaxPrice = tt.maxTokens, tt.maxPrice
+			if tt.kind != "" {
+				j.Kind = tt.kind
+			}
 			got, err := tt.s.Price(context.Background(), j)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
