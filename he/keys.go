@@ -1,13 +1,16 @@
 package he
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/tuneinsight/lattigo/v5/core/rlwe"
 	"github.com/tuneinsight/lattigo/v5/he"
+	"github.com/tuneinsight/lattigo/v5/ring/ringqp"
 )
 
 // bsgsRatio is the log2 baby-step/giant-step ratio of every dense layer:
@@ -128,14 +131,23 @@ func UnmarshalSecretKey(data []byte) (*SecretKey, error) {
 		return nil, fmt.Errorf("he: secret key payload is truncated")
 	}
 	sk, pk := rlwe.NewSecretKey(p.Parameters), rlwe.NewPublicKey(p.Parameters)
+	if sk.BinarySize() != int(n) || pk.BinarySize() != len(bz)-9-int(n) {
+		return nil, fmt.Errorf("he: secret key payload does not match preset %s", p.Name)
+	}
+	if err := sameShape("secret key", sk, qpRows(p, sk.Value, nil), bz[9:9+n]); err != nil {
+		return nil, err
+	}
+	if err := sameShape("public key", pk, vectorRows(p, pk.Value, nil), bz[9+n:]); err != nil {
+		return nil, err
+	}
 	if err := guard("secret key", func() error { return sk.UnmarshalBinary(bz[9 : 9+n]) }); err != nil {
 		return nil, err
 	}
 	if err := guard("public key", func() error { return pk.UnmarshalBinary(bz[9+n:]) }); err != nil {
 		return nil, err
 	}
-	if sk.BinarySize() != int(n) || pk.BinarySize() != len(bz)-9-int(n) {
-		return nil, fmt.Errorf("he: secret key payload does not match preset %s", p.Name)
+	if err := reduced("secret key", append(qpRows(p, sk.Value, nil), vectorRows(p, pk.Value, nil)...)); err != nil {
+		return nil, err
 	}
 	id, err := keyID(pk)
 	if err != nil {
@@ -184,8 +196,14 @@ func UnmarshalEvalKeys(data []byte) (*EvalKeys, error) {
 	if size := ref.BinarySize(); size != len(bz)-1 {
 		return nil, fmt.Errorf("he: evaluation key set has %d bytes, preset %s at width 2^%d needs %d: it is not a key set this build made", len(bz)-1, p.Name, logSlots, size)
 	}
+	if err := sameShape("evaluation key set", ref, evalKeyRows(p, ref), bz[1:]); err != nil {
+		return nil, err
+	}
 	set := &rlwe.MemEvaluationKeySet{}
 	if err := guard("evaluation keys", func() error { return set.UnmarshalBinary(bz[1:]) }); err != nil {
+		return nil, err
+	}
+	if err := reduced("evaluation key set", evalKeyRows(p, set)); err != nil {
 		return nil, err
 	}
 	if set.RelinearizationKey == nil {
@@ -204,6 +222,145 @@ func UnmarshalEvalKeys(data []byte) (*EvalKeys, error) {
 		return nil, fmt.Errorf("he: evaluation key set has %d rotation keys, width 2^%d needs %d", len(set.GaloisKeys), logSlots, len(want))
 	}
 	return &EvalKeys{Params: p, LogSlots: logSlots, ID: env.key, set: set}, nil
+}
+
+// coeffRow is one residue polynomial of a key and its prime.
+type coeffRow struct {
+	coeffs  []uint64
+	modulus uint64
+}
+
+// qpRows appends the residues of a polynomial over Q·P.
+func qpRows(p *Params, poly ringqp.Poly, rows []coeffRow) []coeffRow {
+	q, pp := p.Q(), p.P()
+	for i, r := range poly.Q.Coeffs {
+		rows = append(rows, coeffRow{r, q[i]})
+	}
+	for i, r := range poly.P.Coeffs {
+		rows = append(rows, coeffRow{r, pp[i]})
+	}
+	return rows
+}
+
+func vectorRows(p *Params, v rlwe.VectorQP, rows []coeffRow) []coeffRow {
+	for _, poly := range v {
+		rows = qpRows(p, poly, rows)
+	}
+	return rows
+}
+
+func gadgetRows(p *Params, g *rlwe.GadgetCiphertext, rows []coeffRow) []coeffRow {
+	for _, vs := range g.Value {
+		for _, v := range vs {
+			rows = vectorRows(p, v, rows)
+		}
+	}
+	return rows
+}
+
+// evalKeyRows lists every residue of a key set's keys.
+func evalKeyRows(p *Params, set *rlwe.MemEvaluationKeySet) []coeffRow {
+	var rows []coeffRow
+	if set.RelinearizationKey != nil {
+		rows = gadgetRows(p, &set.RelinearizationKey.GadgetCiphertext, rows)
+	}
+	for _, gk := range set.GaloisKeys {
+		rows = gadgetRows(p, &gk.GadgetCiphertext, rows)
+	}
+	return rows
+}
+
+// reduced checks that every coefficient is below its prime: lattigo's
+// decoder does not, and unreduced residues are not a key this package
+// made.
+func reduced(what string, rows []coeffRow) error {
+	for _, r := range rows {
+		for j, x := range r.coeffs {
+			if x >= r.modulus {
+				return fmt.Errorf("he: %s: coefficient %d of a residue modulo %d is not reduced: the file is corrupted", what, j, r.modulus)
+			}
+		}
+	}
+	return nil
+}
+
+// sameShape checks, before lattigo's decoder reads a byte of it, that
+// data encodes an object of ref's shape: every byte but the coefficients
+// (lengths, dimensions, levels, Galois elements) equal to ref's encoding.
+// lattigo's decoder allocates whatever lengths the data claims, so a key
+// file with a forged length would otherwise make it allocate many
+// gigabytes, which is a fatal error, not a panic. rows are ref's
+// coefficients: ref is encoded twice, with them all zero and all ones,
+// and a coefficient byte is one that is 0x00 in the first encoding and
+// 0xff in the second; every other byte must match in both. It leaves
+// ref's coefficients all ones.
+func sameShape(what string, ref io.WriterTo, rows []coeffRow, data []byte) error {
+	for _, fill := range []uint64{0, ^uint64(0)} {
+		for _, r := range rows {
+			for j := range r.coeffs {
+				r.coeffs[j] = fill
+			}
+		}
+		cmp := &shapeWriter{data: data, skip: byte(fill), bad: -1}
+		w := bufio.NewWriterSize(cmp, 1<<16)
+		_, err := ref.WriteTo(w)
+		if err == nil {
+			err = w.Flush()
+		}
+		switch {
+		case cmp.bad >= 0:
+			return fmt.Errorf("he: %s does not have the preset's shape (byte %d of its payload is not what the preset's layout has there): it is not a file this build made", what, cmp.bad)
+		case err != nil:
+			return fmt.Errorf("he: %s: %w", what, err)
+		case cmp.off != len(data):
+			return fmt.Errorf("he: %s has %d payload bytes, the preset's shape has %d: it is not a file this build made", what, len(data), cmp.off)
+		}
+	}
+	return nil
+}
+
+// shapeWriter compares an encoding written to it with data, except for
+// the bytes equal to skip.
+type shapeWriter struct {
+	data []byte
+	off  int
+	skip byte
+	bad  int // offset of the first byte that differs, -1 if none
+}
+
+var errShape = fmt.Errorf("shape mismatch")
+
+func (w *shapeWriter) Write(b []byte) (int, error) {
+	if len(b) > len(w.data)-w.off {
+		w.bad = len(w.data)
+		return 0, errShape
+	}
+	d := w.data[w.off : w.off+len(b)]
+	if !bytes.Equal(b, d) {
+		// Eight bytes at a time: a window of eight skip bytes is inside
+		// the coefficients.
+		skip8 := uint64(w.skip) * 0x0101010101010101
+		i := 0
+		for ; i+8 <= len(b); i += 8 {
+			if binary.LittleEndian.Uint64(b[i:]) == skip8 || binary.LittleEndian.Uint64(b[i:]) == binary.LittleEndian.Uint64(d[i:]) {
+				continue
+			}
+			for k := i; k < i+8; k++ {
+				if b[k] != w.skip && d[k] != b[k] {
+					w.bad = w.off + k
+					return 0, errShape
+				}
+			}
+		}
+		for ; i < len(b); i++ {
+			if b[i] != w.skip && d[i] != b[i] {
+				w.bad = w.off + i
+				return 0, errShape
+			}
+		}
+	}
+	w.off += len(b)
+	return len(b), nil
 }
 
 // guard runs a lattigo decoder, turning its panics on garbage into errors.
