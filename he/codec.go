@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // Wire format, version 1, of every object this package writes:
@@ -42,6 +43,14 @@ func (k Kind) String() string {
 		return "secret key"
 	}
 	return fmt.Sprintf("kind %d", uint8(k))
+}
+
+// article is the kind with "a" or "an" before it.
+func (k Kind) article() string {
+	if s := k.String(); strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + k.String()
 }
 
 // KeyID names a client key: sha256 of its public key.
@@ -87,7 +96,7 @@ func Peek(data []byte) (kind Kind, preset string, key KeyID, err error) {
 func open(data []byte, want Kind) (*envelope, error) {
 	what := "an oGPU HE object"
 	if want != 0 {
-		what = "a " + want.String()
+		what = want.article()
 	}
 	if len(data) < len(magic)+3 || string(data[:len(magic)]) != magic {
 		return nil, fmt.Errorf("he: not %s (no %q header): pass a file written by ogpu he", what, magic)
@@ -97,7 +106,7 @@ func open(data []byte, want Kind) (*envelope, error) {
 	}
 	kind := Kind(data[len(magic)+1])
 	if want != 0 && kind != want {
-		return nil, fmt.Errorf("he: this is a %s, not %s", kind, what)
+		return nil, fmt.Errorf("he: this is %s, not %s", kind.article(), what)
 	}
 	rest := data[len(magic)+2:]
 	nl := int(rest[0])

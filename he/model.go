@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"math/bits"
@@ -212,6 +213,9 @@ func ParseModel(data []byte) (*Model, error) {
 	var m Model
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("he: model file is not a pipeline model: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("he: model file has data after the model: a model file holds one JSON object")
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
