@@ -52,7 +52,7 @@ func (n *testNet) pipelineJob(t *testing.T, m *he.Model, input []float64) (Pipel
 	}
 	return PipelineJob{Model: m, Key: sk, EvalKeys: ekb, Input: input, Redundancy: 2, MaxPrice: types.OGPU(5),
 		Req:     market.Requirements{MinStake: types.OGPU(100)},
-		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 20, Verify: 10}}, sk
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 100, Verify: 20}}, sk
 }
 
 // TestPipelineJobWithLiar runs a 3-stage encrypted job on three real
