@@ -1,6 +1,7 @@
 package he
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -115,6 +116,12 @@ func UnmarshalCiphertext(data []byte) (*Ciphertext, error) {
 	if err := guard("ciphertext metadata", func() error { return meta.UnmarshalBinary(bz[2 : 2+ml]) }); err != nil {
 		return nil, err
 	}
+	// The metadata is JSON, which decodes from many spellings; only the
+	// one Marshal writes is accepted, so that a ciphertext has one
+	// encoding and one hash.
+	if canon, err := meta.MarshalBinary(); err != nil || !bytes.Equal(canon, bz[2:2+ml]) {
+		return nil, fmt.Errorf("he: ciphertext metadata is not in the form this package writes: the ciphertext was altered")
+	}
 	lvl := int(bz[2+ml])
 	if lvl > p.MaxLevel() {
 		return nil, fmt.Errorf("he: ciphertext level %d is above preset %s's maximum %d", lvl, p.Name, p.MaxLevel())
@@ -130,7 +137,7 @@ func UnmarshalCiphertext(data []byte) (*Ciphertext, error) {
 	case meta.LogDimensions.Rows != 0 || meta.LogDimensions.Cols < 0 || meta.LogDimensions.Cols > min(MaxLogSlots, p.LogMaxSlots()):
 		return nil, fmt.Errorf("he: ciphertext has slot dimensions %v: want one row of at most 2^%d", meta.LogDimensions, min(MaxLogSlots, p.LogMaxSlots()))
 	}
-	if s := meta.Scale.Float64(); !(s >= 1) || math.IsInf(s, 0) {
+	if s := meta.Scale.Float64(); !(s >= 1) || math.IsInf(s, 0) || meta.Scale.Mod != nil {
 		return nil, fmt.Errorf("he: ciphertext scale %v is not a valid CKKS scale", s)
 	}
 	ct := rlwe.NewCiphertext(p.Parameters, 1, lvl)
