@@ -162,6 +162,12 @@ func TestCorruptedCiphertext(t *testing.T) {
 		{"metadata two rows", edit(func(b []byte) []byte {
 			return replaceMeta(t, b, `"LogDimensions":["0x00"`, `"LogDimensions":["0x01"`)
 		}), []string{"slot dimensions"}},
+		{"metadata spelled otherwise", edit(func(b []byte) []byte {
+			return replaceMeta(t, b, `"IsNTT":"0x01"`, `"IsNTT": "0x1"`)
+		}), []string{"metadata is not in the form this package writes"}},
+		{"scale with a modulus", edit(func(b []byte) []byte {
+			return replaceMeta(t, b, `"Mod":"0x0.`, `"Mod":"0x1.`)
+		}), []string{"not a valid CKKS scale"}},
 		{"metadata garbage", edit(func(b []byte) []byte {
 			return replaceMeta(t, b, `"IsNTT":"0x01"`, `"IsNTT":"zz01"`)
 		}), []string{"metadata", "malformed"}},
