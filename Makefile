@@ -5,7 +5,7 @@ BIN       ?= bin
 RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
 
-.PHONY: all build test unit race vet lint fmt fuzz bench devnet clean
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench devnet clean
 
 all: build
 
@@ -14,13 +14,17 @@ build:
 
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
-test: lint unit race
+test: lint unit race wordsize
 
 unit:
 	$(GO) test -count=1 ./...
 
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
+
+# CKKS evaluation is only deterministic on 64-bit builds: he refuses 32-bit ones.
+wordsize:
+	GOARCH=386 CGO_ENABLED=0 $(GO) test -count=1 -run '^TestWordSize$$' ./he/
 
 vet:
 	$(GO) vet ./...
