@@ -14,6 +14,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
@@ -61,8 +62,10 @@ func DecodePipelineInput(bz []byte) (*PipelineInput, error) {
 
 // PipelineProtocol carries a stage's output ciphertext to the provider of
 // the next stage in the same replica chain. The sender writes one JSON
-// line (pushHeader), then the ciphertext's bytes; the receiver answers one
-// JSON line (pushReply).
+// line (pushHeader); the receiver answers one JSON line (pushReply): go
+// ahead, or why not, so a refused push costs no transfer; then the sender
+// writes the ciphertext's bytes and the receiver answers whether it took
+// them.
 const PipelineProtocol = "/ogpu/pipeline/1"
 
 // maxPush bounds a pushed ciphertext (a fresh N14 ciphertext is ~2 MB).
@@ -91,31 +94,34 @@ func pushOutput(ctx context.Context, h *p2p.Host, to peer.ID, hd pushHeader, dat
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	w := bufio.NewWriter(s)
-	if err := json.NewEncoder(w).Encode(hd); err != nil {
+	if err := json.NewEncoder(s).Encode(hd); err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
+	br := bufio.NewReader(io.LimitReader(s, 8192))
+	answer := func() error {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("no answer from %s: %w", to, err)
+		}
+		var r pushReply
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("bad answer from %s: %w", to, err)
+		}
+		if !r.OK {
+			return fmt.Errorf("%s refused the ciphertext: %s", to, r.Error)
+		}
+		return nil
+	}
+	if err := answer(); err != nil {
 		return err
 	}
-	if err := w.Flush(); err != nil {
+	if _, err := s.Write(data); err != nil {
 		return err
 	}
 	if err := s.CloseWrite(); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(io.LimitReader(s, 4096)).ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("no answer from %s: %w", to, err)
-	}
-	var r pushReply
-	if err := json.Unmarshal(line, &r); err != nil {
-		return fmt.Errorf("bad answer from %s: %w", to, err)
-	}
-	if !r.OK {
-		return fmt.Errorf("%s refused the ciphertext: %s", to, r.Error)
-	}
-	return nil
+	return answer()
 }
 
 // servePushes installs the pipeline handler: a ciphertext is accepted
@@ -161,6 +167,7 @@ func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Ac
 			reply(err)
 			return
 		}
+		reply(nil) // go ahead
 		data := make([]byte, hd.Size)
 		if _, err := io.ReadFull(br, data); err != nil {
 			reply(fmt.Errorf("read %d bytes: %v", hd.Size, err))
@@ -187,7 +194,7 @@ func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Ac
 // pushAllowed checks that peer `from` holds a slot in stage and peer `to`
 // one in stage+1 of pipeline job j.
 func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage uint16, from, to string) error {
-	if j.Kind != "pipeline" {
+	if j.Kind != market.KindPipeline {
 		return fmt.Errorf("job %d is not a pipeline job", j.ID)
 	}
 	if int(stage)+1 >= len(j.Tasks) {
@@ -206,6 +213,9 @@ func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage ui
 	}
 	if !holds(int(stage)+1, to) {
 		return fmt.Errorf("this provider holds no slot of job %d stage %d", j.ID, stage+1)
+	}
+	if j.State != market.JobRunning {
+		return fmt.Errorf("job %d is %s: it takes no more stage outputs", j.ID, j.StateName)
 	}
 	return nil
 }

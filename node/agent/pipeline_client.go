@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync"
@@ -260,6 +259,3 @@ func (c *Client) followPipeline(ctx context.Context, id uint64, from int64, prog
 	}
 	return out, ctx.Err()
 }
-
-// ResultHash is the hash a stage output is committed under.
-func ResultHash(ciphertext []byte) types.Hash { return sha256.Sum256(ciphertext) }

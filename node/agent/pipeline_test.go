@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/holiman/uint256"
@@ -66,7 +68,7 @@ func TestPipelineJobWithLiar(t *testing.T) {
 	// is prov1 → prov3 → prov1 (its ciphertexts travel over libp2p),
 	// chain 1 is the liar throughout, prov3 at stage 0 and 2 (prov1 at
 	// stage 1) is the backup whose bid sets the price.
-	n.providerWith("prov1", stagePrices{100, 300, 100}, false)
+	prov1 := n.providerWith("prov1", stagePrices{100, 300, 100}, false)
 	liar := n.providerWith("prov2", stagePrices{200, 200, 200}, true)
 	honest := n.providerWith("prov3", stagePrices{300, 100, 300}, false)
 	c := n.client()
@@ -111,6 +113,49 @@ func TestPipelineJobWithLiar(t *testing.T) {
 	// stage-0 output from prov1). None is a secret key, none holds the
 	// input in the clear; the job's data are ciphertexts and keys.
 	checkNoPlaintext(t, honest.agent.cfg.Store, input)
+
+	// Peers pushing what they should not get a clear refusal.
+	pid := honest.host.ID()
+	out, err := prov1.agent.cfg.Store.Get(res.Stages[0].Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := pushHeader{Job: res.Job, Stage: 0, Hash: res.Stages[0].Result, Size: int64(len(out))}
+	if err := pushOutput(n.ctx, c.Host, pid, hd, out); err == nil || !strings.Contains(err.Error(), "holds no slot of job") {
+		t.Fatalf("a push from the client: %v", err)
+	}
+	if err := pushOutput(n.ctx, prov1.host, pid, hd, out); err == nil || !strings.Contains(err.Error(), "is completed") {
+		t.Fatalf("a push for a completed job: %v", err)
+	}
+	s, err := c.Host.Host().NewStream(n.ctx, pid, PipelineProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Write([]byte("GET / HTTP/1.1\n"))
+	_ = s.CloseWrite()
+	reply, _ := io.ReadAll(io.LimitReader(s, 4096))
+	if !strings.Contains(string(reply), "bad header") {
+		t.Fatalf("garbage header answered %q", reply)
+	}
+	_ = s.Close()
+}
+
+func TestPipelineInputCodec(t *testing.T) {
+	in := &PipelineInput{Version: 1, Model: types.Hash{1}, Keys: types.Hash{2}, Ciphertext: types.Hash{3}}
+	got, err := DecodePipelineInput(in.Encode())
+	if err != nil || *got != *in {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for name, bz := range map[string]string{
+		"unknown field": `{"version":1,"model":"0x01","keys":"0x02","ciphertext":"0x03","extra":1}`,
+		"no keys":       `{"version":1,"model":"0x0100000000000000000000000000000000000000000000000000000000000000","ciphertext":"0x0300000000000000000000000000000000000000000000000000000000000000"}`,
+		"version 2":     `{"version":2}`,
+		"garbage":       `{"version":`,
+	} {
+		if _, err := DecodePipelineInput([]byte(bz)); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
 }
 
 // stagePrices prices stage s of a pipeline at s thousandths of an oGPU.
