@@ -353,12 +353,14 @@ only the decrypted result, computed here, is ever in the clear.`,
 
 	result := &cobra.Command{
 		Use:   "result JOB",
-		Short: "Fetch the verified output of a settled LLM job from the providers that produced it",
+		Short: "Fetch the verified output of a settled job from the providers that produced it (pipeline: and decrypt it)",
 		Args:  cobra.ExactArgs(1),
 		RunE:  runJobResult,
 	}
 	result.Flags().String("from", "", "key to fetch with (the job's client; providers serve outputs to the job's parties only)")
 	result.Flags().Duration("timeout", time.Minute, "give up after this long")
+	result.Flags().String("he-keys", "", "pipeline: directory with the secret key (default HOME/he/PRESET-wWIDTH)")
+	result.Flags().String("save", "", "pipeline: also write the output ciphertext to this file")
 	addP2PFlags(result, []string{"/ip4/0.0.0.0/tcp/0"})
 	_ = result.MarkFlagRequired("from")
 	cmd.AddCommand(run, result)
@@ -514,6 +516,13 @@ func runJobResult(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer closeFn()
+	j, err := cl.Chain.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Kind == market.KindPipeline {
+		return pipelineResult(ctx, cmd, cl, id)
+	}
 	text, err := cl.FetchText(ctx, id)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -163,4 +164,43 @@ func classString(m *he.Model, c int) string {
 		return fmt.Sprintf("%d (%s)", c, m.Labels[c])
 	}
 	return fmt.Sprint(c)
+}
+
+// pipelineResult fetches pipeline job id's final ciphertext and decrypts
+// it with the client's key.
+func pipelineResult(ctx context.Context, cmd *cobra.Command, cl *agent.Client, id uint64) error {
+	m, ct, err := cl.FetchPipelineOutput(ctx, id)
+	if err != nil {
+		return err
+	}
+	if path, _ := cmd.Flags().GetString("save"); path != "" {
+		if err := os.WriteFile(path, ct, 0o644); err != nil {
+			return err
+		}
+	}
+	final, err := he.UnmarshalCiphertext(ct)
+	if err != nil {
+		return err
+	}
+	dir, _ := cmd.Flags().GetString("he-keys")
+	if dir == "" {
+		home, _ := cmd.Flags().GetString("home")
+		dir = heKeyDir(expandHome(home), final.Params.Name, final.LogSlots())
+	}
+	sk, _, err := loadHEKeys(expandHome(dir))
+	if err != nil {
+		return err
+	}
+	values, err := sk.Decrypt(final, m.Outputs())
+	if err != nil {
+		return err
+	}
+	c := example.Argmax(values)
+	res := map[string]any{"job": id, "output": values, "prediction": c}
+	if c < len(m.Labels) {
+		res["label"] = m.Labels[c]
+	}
+	return output(cmd, res, func(w io.Writer) {
+		fmt.Fprintf(w, "decrypted output: %s → class %s\n", vectorString(values), classString(m, c))
+	})
 }

@@ -259,3 +259,37 @@ func (c *Client) followPipeline(ctx context.Context, id uint64, from int64, prog
 	}
 	return out, ctx.Err()
 }
+
+// FetchPipelineOutput fetches the settled output of pipeline job id (the
+// final stage's ciphertext) and its model, from the client's own store or
+// the providers that produced them.
+func (c *Client) FetchPipelineOutput(ctx context.Context, id uint64) (*he.Model, []byte, error) {
+	j, err := c.Chain.Job(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if j.Kind != market.KindPipeline {
+		return nil, nil, fmt.Errorf("job %d is a %s job, not a pipeline", id, j.Kind)
+	}
+	last := len(j.Tasks) - 1
+	if last < 0 || j.Tasks[last].Status != "settled" || j.Tasks[last].Verdict == (types.Hash{}) {
+		return nil, nil, fmt.Errorf("job %d has no verified final output (%s)", id, j.Phase)
+	}
+	want := j.Tasks[last].Verdict
+	if err := fetchVerdict(ctx, c.Host, c.Chain, c.Store, j, last, want); err != nil {
+		return nil, nil, err
+	}
+	if err := fetchFromParties(ctx, c.Host, c.Chain, c.Store, j, j.Model); err != nil {
+		return nil, nil, err
+	}
+	mb, err := c.Store.Get(j.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := he.ParseModel(mb)
+	if err != nil {
+		return nil, nil, err
+	}
+	ct, err := c.Store.Get(want)
+	return m, ct, err
+}
