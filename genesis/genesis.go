@@ -78,8 +78,11 @@ type MarketParams struct {
 	MaxRedundancy   uint64 `json:"max_redundancy"`
 	// MaxBidsPerStage bounds the order book (and the work of a close).
 	MaxBidsPerStage uint64 `json:"max_bids_per_stage"`
-	// MaxJobBlocks bounds bid + reveal + 2 × (execute + verify): a job's
-	// whole life, including one reassignment round.
+	// MaxJobBlocks bounds a job's whole life, including one reassignment
+	// round: bid + reveal + 2 × (execute + verify) for an inference job,
+	// bid + reveal + stages × (execute + verify + dispute_blocks) +
+	// (execute + verify) for a pipeline, whose stages open one after
+	// another.
 	MaxJobBlocks uint64 `json:"max_job_blocks"`
 	// DisputeBlocks is how long validators have to vote on a dispute.
 	DisputeBlocks uint64 `json:"dispute_blocks"`
