@@ -39,17 +39,21 @@ type Preset struct {
 // 2^13, 438 at 2^14). The special modulus P takes two or three primes so
 // that key switching decomposes Q into few digits: every rotation key is
 // 2 × digits × (Q + P primes) × N words, so fewer digits means smaller
-// keys (measured in docs/benchmarks.md).
+// keys (measured in docs/benchmarks.md). The first prime sets the range
+// of a model's outputs when they arrive at level 0: |value| · scale must
+// stay below q0/2, so ±2^(36-30-1) = ±32 on N13 and ±2^(45-35-1) = ±512 on
+// N14; beyond that the result wraps around silently. (N13's first prime
+// was 33 bits at first: ±4 was too tight for a classifier's logits.)
 var presets = []Preset{
 	{
 		Name: "N13",
 		Literal: hefloat.ParametersLiteral{
 			LogN:            13,
-			LogQ:            []int{33, 30, 30, 30, 30},
-			LogP:            []int{32, 33},
+			LogQ:            []int{36, 30, 30, 30, 30},
+			LogP:            []int{31, 31},
 			LogDefaultScale: 30,
 		},
-		About: "ring 2^13, depth 4, scale 2^30: a dense+activation stage and a dense stage; small keys",
+		About: "ring 2^13, depth 4, scale 2^30, outputs within ±32: a dense+activation stage and a dense stage; small keys",
 	},
 	{
 		Name: "N14",
@@ -59,7 +63,7 @@ var presets = []Preset{
 			LogP:            []int{49, 49, 50},
 			LogDefaultScale: 35,
 		},
-		About: "ring 2^14, depth 7, scale 2^35: two dense+activation stages and a dense stage",
+		About: "ring 2^14, depth 7, scale 2^35, outputs within ±512: two dense+activation stages and a dense stage",
 	},
 }
 
