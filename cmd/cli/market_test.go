@@ -28,8 +28,8 @@ import (
 // few sequential commands the test sends in it (three bids, three
 // reveals) with room for a slow machine.
 const (
-	testBidBlocks     = 20
-	testRevealBlocks  = 20
+	testBidBlocks     = 30
+	testRevealBlocks  = 40
 	testExecuteBlocks = 40
 	testVerifyBlocks  = 40
 	testDisputeBlocks = 40

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -273,6 +274,9 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 		}
 		select {
 		case <-ctx.Done():
+			if lastErr == nil {
+				lastErr = errors.New("none of the job's parties was reachable")
+			}
 			return fmt.Errorf("cannot fetch %x of job %d: %v (%w)", want[:8], j.ID, lastErr, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
