@@ -43,6 +43,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMarketMsg$$' -fuzztime $(FUZZTIME) ./market
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeVerifierMsg$$' -fuzztime $(FUZZTIME) ./verifier
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEscrowMsg$$' -fuzztime $(FUZZTIME) ./escrow
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalCiphertext$$' -fuzztime $(FUZZTIME) ./he
+	$(GO) test -run '^$$' -fuzz '^FuzzCiphertextMetadata$$' -fuzztime $(FUZZTIME) ./he
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalEvalKeys$$' -fuzztime $(FUZZTIME) ./he
+	$(GO) test -run '^$$' -fuzz '^FuzzParseModel$$' -fuzztime $(FUZZTIME) ./he
+	$(GO) test -run '^$$' -fuzz '^FuzzPeek$$' -fuzztime $(FUZZTIME) ./he
 
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
