@@ -267,8 +267,7 @@ func (c *Client) BroadcastAndWait(ctx context.Context, bz []byte) (*ctypes.Resul
 // WaitHeight waits until the node has committed height h.
 func (c *Client) WaitHeight(ctx context.Context, h int64) error {
 	for {
-		st, err := c.RPC.Status(ctx)
-		if err == nil && st.SyncInfo.LatestBlockHeight >= h {
+		if got, err := c.committedHeight(ctx); err == nil && got >= h {
 			return nil
 		}
 		select {
@@ -277,4 +276,15 @@ func (c *Client) WaitHeight(ctx context.Context, h int64) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// committedHeight is the height the application last committed: the
+// node's latest block height can be one ahead of it while the block
+// executes.
+func (c *Client) committedHeight(ctx context.Context) (int64, error) {
+	info, err := c.RPC.ABCIInfo(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.Response.LastBlockHeight, nil
 }

@@ -205,8 +205,32 @@ func (s *subscription) deliver(ctx context.Context, next, known int64, out chan<
 	}
 	tick := time.NewTicker(s.cfg.poll)
 	defer tick.Stop()
+	var committed int64 // the application's last committed height, as last seen
 	for {
 		for next <= known {
+			// The node stores a block, and its results, a moment before
+			// the application commits it: until then the mempool still
+			// checks transactions against the state before it. Deliver
+			// a block only once it is committed, so that a transaction
+			// sent in answer to its events is checked after it.
+			if next > committed {
+				h, err := s.c.committedHeight(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					s.log.Debug("cannot read the committed height; retrying", "err", err)
+					break // on the next event or tick
+				}
+				if committed = h; next > committed {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					continue
+				}
+			}
 			be, err := s.c.BlockEventsAt(ctx, next)
 			if err != nil {
 				if ctx.Err() != nil {

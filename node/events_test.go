@@ -493,3 +493,30 @@ func BenchmarkSubscribeReplay(b *testing.B) {
 		})
 	}
 }
+
+// TestSubscribeDeliversCommittedBlocks: a block reaches subscribers only
+// once the application has committed it, so a transaction sent in answer
+// to its events is checked against the state after it (the node stores a
+// block's results a moment before the commit; a provider revealing a bid
+// on a "revealing" event was refused as early before this).
+func TestSubscribeDeliversCommittedBlocks(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []*Client{tc.local, tc.http} {
+		sub, err := c.Subscribe(ctx, 0, SubscribeEvery(5*time.Millisecond), SubscribePollOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 15; i++ {
+			be := <-sub
+			h, err := c.committedHeight(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h < be.Height {
+				t.Fatalf("block %d delivered while the application has committed only %d", be.Height, h)
+			}
+		}
+	}
+}
