@@ -1,6 +1,7 @@
 package he
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -111,11 +112,18 @@ func TestHelperProcessStages(t *testing.T) {
 // GOMAXPROCS set to procs (empty: the default) and returns its hashes and
 // the GOMAXPROCS it ran with.
 func runHelper(t *testing.T, dir, procs string) ([]string, string) {
+	return runHelperBinary(t, dir, procs, os.Args[0])
+}
+
+// runHelperBinary is runHelper with another test binary of this package,
+// run through argv (e.g. an emulator and the binary).
+func runHelperBinary(t *testing.T, dir, procs string, argv ...string) ([]string, string) {
 	t.Helper()
 	for _, f := range []string{hashesFile, gomaxprocFile} {
 		os.Remove(filepath.Join(dir, f))
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessStages$", "-test.count=1")
+	args := append(argv[1:len(argv):len(argv)], "-test.run=^TestHelperProcessStages$", "-test.count=1")
+	cmd := exec.Command(argv[0], args...)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GOMAXPROCS=") && !strings.HasPrefix(kv, helperDirEnv+"=") {
@@ -328,4 +336,132 @@ func encoderSensitiveWeight(t *testing.T, p *Params, level int) float64 {
 	}
 	t.Fatalf("no weight near a rounding boundary found for prime %d", q)
 	return 0
+}
+
+// TestStageOutputsAcrossArchitectures: an arm64 build of this package,
+// run under qemu-aarch64 on the provider files an amd64 process wrote,
+// produces the same stage-output bytes. Go fuses multiply-adds on arm64,
+// which is why provider-side plaintexts are encoded with the 64-bit
+// (big-float) encoder; this is the check that it is enough. It needs
+// qemu-user (.ci/run installs it) and skips without it.
+func TestStageOutputsAcrossArchitectures(t *testing.T) {
+	qemu := qemuARM64(t)
+	bin := arm64TestBinary(t)
+	// A wide layer on top: hundreds of thousands of encoded coefficients,
+	// where a fused multiply-add in a float64 encoder would show.
+	r := rand.New(rand.NewPCG(5, 5))
+	models := append(determinismModels(t), buildModel(t, r, "N13", 8, 256, stageSpec{out: 256}))
+	for _, m := range models {
+		t.Run(fmt.Sprintf("%s/w%d/%d-stages", m.Preset, 1<<m.LogSlots, len(m.Stages)), func(t *testing.T) {
+			sk, ek := testKeys(t, m.Preset, m.LogSlots)
+			in, err := sk.Encrypt(randomInput(rand.New(rand.NewPCG(11, 11)), m.Inputs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			writeProviderFiles(t, dir, m, ek, in)
+			want := evalProviderFiles(t, dir)
+			got, _ := runHelperBinary(t, dir, "", qemu, bin)
+			sameHashes(t, "arm64 under qemu", want, got)
+			t.Logf("arm64 (qemu) and %s: %d stage hashes equal", runtime.GOARCH, len(got))
+		})
+	}
+}
+
+// encodeHashes encodes 16 pseudo-random full-width vectors at N14's top
+// level with the 64-bit encoder and with the float64 one, and returns the
+// sha256 of each plaintext, 64-bit ones first.
+func encodeHashes(t testing.TB) (enc64, encF64 []string) {
+	p, err := NewParams("N14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		enc *hefloat.Encoder
+		out *[]string
+	}{{hefloat.NewEncoder(p.Parameters, 64), &enc64}, {hefloat.NewEncoder(p.Parameters), &encF64}} {
+		r := rand.New(rand.NewPCG(13, 13)) // the same vectors for both
+		for i := 0; i < 16; i++ {
+			v := make([]float64, p.MaxSlots())
+			for j := range v {
+				v[j] = 2*r.Float64() - 1
+			}
+			pt := hefloat.NewPlaintext(p.Parameters, p.MaxLevel())
+			if err := e.enc.Encode(v, pt); err != nil {
+				t.Fatal(err)
+			}
+			bz, err := pt.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			*e.out = append(*e.out, fmt.Sprintf("%x", sha256.Sum256(bz)))
+		}
+	}
+	return enc64, encF64
+}
+
+// TestHelperProcessEncode writes encodeHashes for
+// TestEncodingAcrossArchitectures.
+func TestHelperProcessEncode(t *testing.T) {
+	dir := os.Getenv(helperDirEnv)
+	if dir == "" {
+		t.Skip("helper process for TestEncodingAcrossArchitectures")
+	}
+	a, b := encodeHashes(t)
+	if err := os.WriteFile(filepath.Join(dir, hashesFile), []byte(strings.Join(append(a, b...), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// qemuARM64 is the path of qemu-aarch64; the test skips without it.
+func qemuARM64(t *testing.T) string {
+	if runtime.GOARCH == "arm64" {
+		t.Skip("already on arm64: run it on amd64")
+	}
+	qemu, err := exec.LookPath("qemu-aarch64")
+	if err != nil {
+		t.Skip("qemu-aarch64 is not installed (apt-get install qemu-user): the arm64 comparison needs it")
+	}
+	return qemu
+}
+
+// arm64TestBinary builds this package's tests for linux/arm64.
+func arm64TestBinary(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "he.arm64.test")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "test", "-c", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the arm64 test binary: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestEncodingAcrossArchitectures: the 64-bit encoder gives the same
+// plaintexts on arm64 (under qemu) as here. The float64 encoder is only
+// logged: on arm64 Go fuses the multiply-adds of its FFT (FMADDD in
+// lattigo's ckks_vector_ops.go), so its plaintexts may differ, which is
+// why providers do not use it.
+func TestEncodingAcrossArchitectures(t *testing.T) {
+	qemu := qemuARM64(t)
+	bin := arm64TestBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(qemu, bin, "-test.run=^TestHelperProcessEncode$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("arm64 helper: %v\n%s", err, out)
+	}
+	hb, err := os.ReadFile(filepath.Join(dir, hashesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(string(hb), "\n")
+	want64, wantF64 := encodeHashes(t)
+	sameHashes(t, "64-bit encoder on arm64", want64, got[:len(want64)])
+	differ := 0
+	for i, h := range got[len(want64):] {
+		if h != wantF64[i] {
+			differ++
+		}
+	}
+	t.Logf("64-bit encoder: %d plaintexts equal on arm64; float64 encoder: %d of %d differ", len(want64), differ, len(wantF64))
 }
