@@ -11,9 +11,15 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
+
+// errTaskClosed: the task was decided (or its job ended) before this
+// provider committed, e.g. a slow provider whose partner's stage settled
+// or whose window passed: not a failure of the provider's machinery.
+var errTaskClosed = errors.New("the task is closed")
 
 // pipeTask is what a provider knows of one pipeline stage it holds: the
 // input ciphertexts pushed to it and whether the chain has opened it.
@@ -224,6 +230,13 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	p.saveSecrets()
 	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(outH, secret.Salt, p.addr)}
 	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+		var te *node.TxError
+		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
+			p.mu.Lock()
+			delete(p.results, k) // nothing to reveal
+			p.mu.Unlock()
+			return fmt.Errorf("%w: commit refused: %v", errTaskClosed, err)
+		}
 		return fmt.Errorf("commit result: %w", err)
 	}
 	p.log.Info("committed result", "job", k.Job, "stage", s, "result", fmt.Sprintf("%x", outH[:8]))
@@ -250,14 +263,14 @@ func (p *Provider) stageState(ctx context.Context, k taskKey, in *PipelineInput)
 		return types.Hash{}, false, 0, err
 	}
 	if !j.State.Open() {
-		return types.Hash{}, false, 0, fmt.Errorf("job %d is %s", k.Job, j.StateName)
+		return types.Hash{}, false, 0, fmt.Errorf("%w: job %d is %s", errTaskClosed, k.Job, j.StateName)
 	}
 	task := j.Tasks[k.Stage]
 	switch task.Status {
 	case "waiting":
 		return types.Hash{}, false, 0, nil
 	case "settled":
-		return types.Hash{}, false, 0, fmt.Errorf("stage %d of job %d settled (%s) before this provider committed", k.Stage, k.Job, task.Status)
+		return types.Hash{}, false, 0, fmt.Errorf("%w: stage %d of job %d settled", errTaskClosed, k.Stage, k.Job)
 	}
 	return stageInput(j, in, int(k.Stage)), true, task.CommitDeadline, nil
 }

@@ -560,7 +560,9 @@ func (p *Provider) startTask(ctx context.Context, k taskKey, commitDeadline uint
 	p.running[k] = true
 	p.mu.Unlock()
 	p.spawn(func() {
-		if err := p.runTask(ctx, k, commitDeadline); err != nil {
+		if err := p.runTask(ctx, k, commitDeadline); errors.Is(err, errTaskClosed) {
+			p.log.Info("task closed before this provider committed", "job", k.Job, "stage", k.Stage, "reason", err)
+		} else if err != nil {
 			p.log.Error("task failed", "job", k.Job, "stage", k.Stage, "err", err)
 			p.feeds.get(k.Job).push(streamMsg{Error: err.Error()})
 		}
@@ -695,11 +697,19 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
 			// Not open yet (a no-show's slot was reassigned and the
 			// window moved): take the deadline from the chain.
-			if j, qerr := p.cfg.Chain.Job(ctx, k.Job); qerr == nil && int(k.Stage) < len(j.Tasks) && j.Tasks[k.Stage].Status == "executing" {
-				p.mu.Lock()
-				r.CommitDeadline, r.Revealed = j.Tasks[k.Stage].CommitDeadline, false
-				p.mu.Unlock()
-				return
+			if j, qerr := p.cfg.Chain.Job(ctx, k.Job); qerr == nil && int(k.Stage) < len(j.Tasks) {
+				switch j.Tasks[k.Stage].Status {
+				case "executing":
+					p.mu.Lock()
+					r.CommitDeadline, r.Revealed = j.Tasks[k.Stage].CommitDeadline, false
+					p.mu.Unlock()
+					return
+				case "settled", "disputed":
+					// Too late: the task was decided without this reveal
+					// (it stays Revealed: nothing more to try).
+					p.log.Info("the task was decided before this reveal", "job", k.Job, "stage", k.Stage)
+					return
+				}
 			}
 		}
 		p.log.Warn("result reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
