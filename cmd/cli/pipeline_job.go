@@ -178,20 +178,16 @@ func pipelineResult(ctx context.Context, cmd *cobra.Command, cl *agent.Client, i
 			return err
 		}
 	}
-	final, err := he.UnmarshalCiphertext(ct)
-	if err != nil {
-		return err
-	}
 	dir, _ := cmd.Flags().GetString("he-keys")
 	if dir == "" {
 		home, _ := cmd.Flags().GetString("home")
-		dir = heKeyDir(expandHome(home), final.Params.Name, final.LogSlots())
+		dir = heKeyDir(expandHome(home), m.Preset, m.LogSlots)
 	}
 	sk, _, err := loadHEKeys(expandHome(dir))
 	if err != nil {
 		return err
 	}
-	values, err := sk.Decrypt(final, m.Outputs())
+	values, err := agent.DecryptOutput(sk, m, ct)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,11 @@ import (
 	"github.com/ogpu-network/ogpu/he"
 )
 
-// act is an activation prepared for training: eval computes exactly what
-// he.Activation.Eval computes (the same float64 coefficients, the same
-// operations in the same order) without parsing the coefficients on every
-// call; deriv is its derivative.
+// act is an activation prepared for training: eval is he's own float64
+// evaluation of it (Activation.Func), deriv its derivative.
 type act struct {
+	eval   func(float64) float64
 	cheb   bool
-	c      []float64 // as Eval rounds them
 	lo, hi float64
 	dc     []float64 // derivative, monomial basis in x (or in t for Chebyshev)
 }
@@ -22,43 +20,24 @@ func prepare(a *he.Activation) (*act, error) {
 	if a == nil {
 		return nil, fmt.Errorf("example: no activation")
 	}
-	p := &act{cheb: a.Kind == he.ActChebyshev, lo: a.Interval[0], hi: a.Interval[1], c: make([]float64, len(a.Coeffs))}
-	for i, s := range a.Coeffs {
-		// The parse he.Activation.Eval does: 128-bit big.Float, then
-		// rounded once to float64.
-		f, ok := new(big.Float).SetPrec(128).SetString(s)
-		if !ok {
-			return nil, fmt.Errorf("example: activation coefficient %d (%q) is not a decimal number", i, s)
-		}
-		p.c[i], _ = f.Float64()
+	eval, err := a.Func()
+	if err != nil {
+		return nil, fmt.Errorf("example: activation: %w", err)
 	}
-	mono := p.c
+	p := &act{eval: eval, cheb: a.Kind == he.ActChebyshev, lo: a.Interval[0], hi: a.Interval[1]}
+	c := make([]float64, len(a.Coeffs))
+	for i, s := range a.Coeffs {
+		f, _ := new(big.Float).SetPrec(128).SetString(s) // Func parsed them
+		c[i], _ = f.Float64()
+	}
+	mono := c
 	if p.cheb {
-		mono = chebToMonomial(p.c)
+		mono = chebToMonomial(c)
 	}
 	for k := 1; k < len(mono); k++ {
 		p.dc = append(p.dc, float64(k)*mono[k])
 	}
 	return p, nil
-}
-
-// eval is he.Activation.Eval, operation for operation.
-func (a *act) eval(x float64) float64 {
-	c := a.c
-	if a.cheb {
-		lo, hi := a.lo, a.hi
-		t := (2*x - lo - hi) / (hi - lo)
-		var b1, b2 float64
-		for k := len(c) - 1; k >= 1; k-- {
-			b1, b2 = 2*t*b1-b2+c[k], b1
-		}
-		return t*b1 - b2 + c[0]
-	}
-	y := 0.0
-	for k := len(c) - 1; k >= 0; k-- {
-		y = y*x + c[k]
-	}
-	return y
 }
 
 // deriv is the derivative of eval at x.

@@ -81,9 +81,10 @@ func TestSplitAndValidate(t *testing.T) {
 	}
 }
 
-// The activation used in training is he.Activation.Eval, bit for bit, and
-// its derivative is right.
-func TestActivationIsTheModelsActivation(t *testing.T) {
+// The derivative training uses (the activation itself is he's
+// Activation.Func) agrees with finite differences of the model file's
+// activation.
+func TestActivationDerivative(t *testing.T) {
 	cheb, err := he.Chebyshev("tanh", -4, 4, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -101,9 +102,6 @@ func TestActivationIsTheModelsActivation(t *testing.T) {
 		}
 		for range 2000 {
 			x := 12*r.Float64() - 6
-			if got, want := a.eval(x), ha.Eval(x); math.Float64bits(got) != math.Float64bits(want) {
-				t.Fatalf("%s %v at %v: training evaluates %v, the model file %v", ha.Kind, ha.Coeffs, x, got, want)
-			}
 			const h = 1e-6
 			fd := (ha.Eval(x+h) - ha.Eval(x-h)) / (2 * h)
 			if d := a.deriv(x); math.Abs(d-fd) > 1e-5*max(1, math.Abs(fd)) {

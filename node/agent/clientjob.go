@@ -96,38 +96,51 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 	if err != nil {
 		return nil, err
 	}
-	if j.Req.MinStake == nil {
-		j.Req.MinStake = new(uint256.Int)
-	}
-	if j.Req.Runtime == "" {
-		j.Req.Runtime = Runtime
-	}
 	msg := &market.MsgPostJob{
 		Kind: market.KindInference, Mode: market.ModeAuction, Model: j.Model, ModelSize: j.ModelSize,
 		Stages: 1, Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
 		Windows: j.Windows, MaxTokens: j.MaxTokens,
 	}
-	// Restrict before posting: the id is not known yet, so nobody may
-	// fetch the prompt until it is.
-	c.Access.Restrict(inHash, 0)
-	res, err := c.sender.Send(ctx, msg.Raw())
+	height, posted, err := c.postJob(ctx, msg, Runtime, inHash)
 	if err != nil {
-		return nil, fmt.Errorf("post job: %w", err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
 		return nil, err
 	}
 	id := posted.Job
-	c.Access.Restrict(inHash, id)
-	progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, res.Height,
+	progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, height,
 		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
-	out, err := c.follow(ctx, id, res.Height, inHash, progress, onText)
+	out, err := c.follow(ctx, id, height, inHash, progress, onText)
 	if out != nil {
-		out.Posted = res.Height
+		out.Posted = height
 		out.Elapsed = time.Since(start)
 	}
 	return out, err
+}
+
+// postJob posts msg (requirements defaulted: no extra stake, runtime) and
+// limits blobs to the job's parties. They are restricted before posting,
+// when the id is not known yet, so that nobody may fetch them until it is.
+func (c *Client) postJob(ctx context.Context, msg *market.MsgPostJob, runtime string, blobs ...types.Hash) (height int64, _ *market.EventJobPosted, _ error) {
+	if msg.Req.MinStake == nil {
+		msg.Req.MinStake = new(uint256.Int)
+	}
+	if msg.Req.Runtime == "" {
+		msg.Req.Runtime = runtime
+	}
+	for _, h := range blobs {
+		c.Access.Restrict(h, 0)
+	}
+	res, err := c.sender.Send(ctx, msg.Raw())
+	if err != nil {
+		return 0, nil, fmt.Errorf("post job: %w", err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		return 0, nil, err
+	}
+	for _, h := range blobs {
+		c.Access.Restrict(h, posted.Job)
+	}
+	return res.Height, &posted, nil
 }
 
 // follow watches job id from height from until it completes or expires.

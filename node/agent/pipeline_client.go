@@ -11,7 +11,6 @@ import (
 
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
-	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -122,64 +121,41 @@ func (c *Client) RunPipeline(ctx context.Context, j PipelineJob, progress Progre
 	if err != nil {
 		return nil, err
 	}
-	blobs := []types.Hash{inHash, in.Model, in.Keys, in.Ciphertext}
-	// Nobody may fetch them until the job id is known.
-	for _, h := range blobs {
-		c.Access.Restrict(h, 0)
-	}
-	if j.Req.MinStake == nil {
-		j.Req.MinStake = new(uint256.Int)
-	}
-	if j.Req.Runtime == "" {
-		j.Req.Runtime = RuntimeCKKS
-	}
 	msg := &market.MsgPostJob{
 		Kind: market.KindPipeline, Mode: market.ModeAuction, Model: in.Model, ModelSize: uint64(len(modelBytes)),
 		Stages: uint16(len(m.Stages)), Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
 		Windows: j.Windows,
 	}
-	res, err := c.sender.Send(ctx, msg.Raw())
+	height, posted, err := c.postJob(ctx, msg, RuntimeCKKS, inHash, in.Model, in.Keys, in.Ciphertext)
 	if err != nil {
-		return nil, fmt.Errorf("post job: %w", err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
 		return nil, err
 	}
 	id := posted.Job
-	for _, h := range blobs {
-		c.Access.Restrict(h, id)
-	}
 	progress("posted pipeline job %d at height %d: %d stages × %d replicas, model %x, evaluation keys %x (%.1f MB), input ciphertext %x (%.2f MB); %s locked",
-		id, res.Height, len(m.Stages), j.Redundancy, in.Model[:8], in.Keys[:8], float64(len(j.EvalKeys))/1e6, in.Ciphertext[:8],
+		id, height, len(m.Stages), j.Redundancy, in.Model[:8], in.Keys[:8], float64(len(j.EvalKeys))/1e6, in.Ciphertext[:8],
 		float64(len(ct))/1e6, types.FormatAmount(posted.Locked))
-	out, err := c.followPipeline(ctx, id, res.Height, progress)
+	out, err := c.followPipeline(ctx, id, height, progress)
 	if out != nil {
-		out.Posted, out.Elapsed = res.Height, time.Since(start)
+		out.Posted, out.Elapsed = height, time.Since(start)
 		out.ModelBytes, out.KeyBytes, out.InputBytes = len(modelBytes), len(j.EvalKeys), len(ct)
 	}
 	if err != nil || out.Outcome != "verified" {
 		return out, err
 	}
-	last := out.Stages[len(out.Stages)-1].Result
-	jv, err := c.Chain.Job(ctx, id)
+	if _, out.Ciphertext, err = c.FetchPipelineOutput(ctx, id); err != nil {
+		return out, err
+	}
+	out.Output, err = DecryptOutput(j.Key, m, out.Ciphertext)
+	return out, err
+}
+
+// DecryptOutput decrypts a pipeline's final ciphertext: model m's outputs.
+func DecryptOutput(key *he.SecretKey, m *he.Model, ciphertext []byte) ([]float64, error) {
+	ct, err := he.UnmarshalCiphertext(ciphertext)
 	if err != nil {
-		return out, err
+		return nil, fmt.Errorf("the final output: %w", err)
 	}
-	if err := fetchVerdict(ctx, c.Host, c.Chain, c.Store, jv, len(m.Stages)-1, last); err != nil {
-		return out, err
-	}
-	if out.Ciphertext, err = c.Store.Get(last); err != nil {
-		return out, err
-	}
-	final, err := he.UnmarshalCiphertext(out.Ciphertext)
-	if err != nil {
-		return out, fmt.Errorf("the final output: %w", err)
-	}
-	if out.Output, err = j.Key.Decrypt(final, m.Outputs()); err != nil {
-		return out, err
-	}
-	return out, nil
+	return key.Decrypt(ct, m.Outputs())
 }
 
 // followPipeline watches pipeline job id until it completes or expires.

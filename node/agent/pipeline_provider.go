@@ -11,9 +11,7 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
-	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
-	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // errTaskClosed: the task was decided (or its job ended) before this
@@ -223,21 +221,8 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 		case <-time.After(time.Second):
 		}
 	}
-	secret := &resultSecret{Result: outH, Salt: randomHash(), CommitDeadline: commitDeadline}
-	p.mu.Lock()
-	p.results[k] = secret
-	p.mu.Unlock()
-	p.saveSecrets()
-	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(outH, secret.Salt, p.addr)}
-	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
-		var te *node.TxError
-		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
-			p.mu.Lock()
-			delete(p.results, k) // nothing to reveal
-			p.mu.Unlock()
-			return fmt.Errorf("%w: commit refused: %v", errTaskClosed, err)
-		}
-		return fmt.Errorf("commit result: %w", err)
+	if err := p.commitResult(ctx, k, outH, commitDeadline); err != nil {
+		return err
 	}
 	p.log.Info("committed result", "job", k.Job, "stage", s, "result", fmt.Sprintf("%x", outH[:8]))
 	return nil

@@ -487,36 +487,27 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	class := p.class
 	_, haveModel := p.models[j.Model]
 	p.mu.Unlock()
-	if j.Kind == market.KindPipeline {
-		switch {
-		case !p.cfg.Pipeline:
-			return "encrypted pipelines are not offered here (--pipeline)"
-		case j.Mode != market.ModeAuction:
-			return "pool jobs are claimed by hand (ogpu tx market claim)"
-		case j.Req.Runtime != "" && j.Req.Runtime != RuntimeCKKS:
-			return "runtime " + j.Req.Runtime + " is not offered"
-		case j.Req.Class != "" && j.Req.Class != class:
-			return "determinism class " + j.Req.Class + " is not this provider's"
-		case j.ModelSize > maxPipelineModel:
-			return fmt.Sprintf("the model is %d bytes, at most %d are accepted", j.ModelSize, maxPipelineModel)
-		}
-		if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
-			return "requirement " + r + " is not met"
-		}
-		return ""
+	pipeline := j.Kind == market.KindPipeline
+	runtime := Runtime
+	if pipeline {
+		runtime = RuntimeCKKS
 	}
 	switch {
-	case j.Kind != market.KindInference:
+	case j.Kind != market.KindInference && !pipeline:
 		return "only " + market.KindInference + " and " + market.KindPipeline + " jobs run here"
+	case pipeline && !p.cfg.Pipeline:
+		return "encrypted pipelines are not offered here (--pipeline)"
 	case j.Mode != market.ModeAuction:
 		return "pool jobs are claimed by hand (ogpu tx market claim)"
-	case j.Req.Runtime != "" && j.Req.Runtime != Runtime:
+	case j.Req.Runtime != "" && j.Req.Runtime != runtime:
 		return "runtime " + j.Req.Runtime + " is not offered"
 	case j.Req.Class != "" && j.Req.Class != class:
 		return "determinism class " + j.Req.Class + " is not this provider's"
-	case !haveModel:
+	case pipeline && j.ModelSize > maxPipelineModel:
+		return fmt.Sprintf("the model is %d bytes, at most %d are accepted", j.ModelSize, maxPipelineModel)
+	case !pipeline && !haveModel:
 		return fmt.Sprintf("model %x is not served here", j.Model)
-	case j.MaxTokens == 0:
+	case !pipeline && j.MaxTokens == 0:
 		return "the job sets no token budget"
 	}
 	if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
@@ -621,6 +612,19 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 			p.log.Debug("cannot announce output", "err", err)
 		}
 	})
+	if err := p.commitResult(ctx, k, h, commitDeadline); err != nil {
+		return err
+	}
+	f.push(streamMsg{Done: true, Result: &h})
+	p.log.Info("committed result", "job", k.Job, "stage", k.Stage, "tokens", len(res.Tokens), "result", fmt.Sprintf("%x", h[:8]))
+	return nil
+}
+
+// commitResult saves a fresh salt for result h of task k (so that a
+// restart can still reveal) and commits hash(h, salt, provider). A task
+// that no longer takes results (decided without this provider, its window
+// passed) is errTaskClosed, and nothing is left to reveal.
+func (p *Provider) commitResult(ctx context.Context, k taskKey, h types.Hash, commitDeadline uint64) error {
 	secret := &resultSecret{Result: h, Salt: randomHash(), CommitDeadline: commitDeadline}
 	p.mu.Lock()
 	p.results[k] = secret
@@ -628,10 +632,16 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	p.saveSecrets()
 	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(h, secret.Salt, p.addr)}
 	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+		var te *node.TxError
+		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
+			p.mu.Lock()
+			delete(p.results, k)
+			p.mu.Unlock()
+			p.saveSecrets()
+			return fmt.Errorf("%w: commit refused: %v", errTaskClosed, err)
+		}
 		return fmt.Errorf("commit result: %w", err)
 	}
-	f.push(streamMsg{Done: true, Result: &h})
-	p.log.Info("committed result", "job", k.Job, "stage", k.Stage, "tokens", len(res.Tokens), "result", fmt.Sprintf("%x", h[:8]))
 	return nil
 }
 
