@@ -247,8 +247,9 @@ func fetchVerdict(ctx context.Context, h *p2p.Host, c *node.Client, store *blobs
 }
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching
-// it from the job's client and the providers of its slots, retrying until
-// ctx ends.
+// it from the job's client, and now and then (the client unreachable) from
+// the providers of its slots and whoever the DHT says holds it, until ctx
+// ends.
 func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash) error {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
@@ -256,14 +257,15 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 			return nil
 		}
 		peers := peersOf(h, j.Client)
-		if attempt%10 == 9 { // the client is not reachable: try those who fetched it
+		wider := attempt%10 == 9
+		if wider {
 			for _, a := range slotProviders(j) {
 				if pid, err := connectProvider(ctx, h, c, a); err == nil {
 					peers = append(peers, pid)
 				}
 			}
 		}
-		if len(peers) > 0 {
+		if len(peers) > 0 || wider { // no peers: the DHT
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, err := h.Fetch(fctx, want, p2p.FetchOptions{Peers: peers})
 			cancel()
@@ -281,6 +283,17 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// untilHeight is ctx, cancelled once the chain has committed height.
+func untilHeight(ctx context.Context, c *node.Client, height uint64) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		if c.WaitHeight(ctx, int64(height)) == nil {
+			cancel()
+		}
+	}()
+	return ctx, cancel
 }
 
 // pipelineParts is what a stage needs: the input manifest and the model

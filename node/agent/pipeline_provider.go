@@ -127,10 +127,8 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 		delete(p.pipes, k)
 		p.mu.Unlock()
 	}()
-	deadline := j.Expiry
-	tctx, cancel := context.WithCancel(ctx)
+	tctx, cancel := untilHeight(ctx, p.cfg.Chain, j.Expiry+1)
 	defer cancel()
-	go p.cancelAtHeight(tctx, cancel, deadline)
 	t0 := time.Now()
 	parts, err := loadPipelineParts(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)
 	if err != nil {
@@ -295,19 +293,4 @@ func (p *Provider) pushNext(ctx context.Context, k taskKey, h types.Hash, data [
 		return
 	}
 	p.log.Info("pushed the stage output to the next provider", "job", k.Job, "stage", k.Stage, "to", to.Hex(), "peer", peer.ID(pid).ShortString(), "bytes", len(data))
-}
-
-// cancelAtHeight cancels when the chain passes height.
-func (p *Provider) cancelAtHeight(ctx context.Context, cancel func(), height uint64) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-		if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil && uint64(st.SyncInfo.LatestBlockHeight) > height {
-			cancel()
-			return
-		}
-	}
 }

@@ -652,41 +652,24 @@ func withoutEOG(m *llm.Model, toks []int) []int {
 	return toks
 }
 
-// fetchInput gets the job's input from its client, who dials the winners
-// once the award names them; until the client is connected the DHT is
-// tried now and then. It gives up at the commit deadline.
+// fetchInput gets the job's prompt from its client, who dials the winners
+// once the award names them (or from whoever holds it); it gives up at the
+// commit deadline.
 func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, commitDeadline uint64) (*LLMInput, error) {
 	p.access.Restrict(j.Input, j.ID)
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		if p.cfg.Store.Has(j.Input) {
-			bz, err := p.cfg.Store.Get(j.Input)
-			if err != nil {
-				return nil, err
-			}
-			return DecodeLLMInput(bz)
-		}
-		peers := peersOf(p.cfg.Host, j.Client)
-		if len(peers) > 0 || attempt%20 == 19 {
-			fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err := p.cfg.Host.Fetch(fctx, j.Input, p2p.FetchOptions{Peers: peers})
-			cancel()
-			if err == nil {
-				continue
-			}
-			lastErr = err
-		}
-		if attempt%20 == 0 {
-			if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil && uint64(st.SyncInfo.LatestBlockHeight) >= commitDeadline {
-				return nil, fmt.Errorf("cannot fetch the prompt of job %d from its client before the commit deadline %d: %v", j.ID, commitDeadline, lastErr)
-			}
-		}
-		select {
-		case <-ctx.Done():
+	fctx, cancel := untilHeight(ctx, p.cfg.Chain, commitDeadline)
+	defer cancel()
+	if err := fetchFromParties(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input); err != nil {
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
+		return nil, fmt.Errorf("the prompt of job %d, before the commit deadline %d: %w", j.ID, commitDeadline, err)
 	}
+	bz, err := p.cfg.Store.Get(j.Input)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeLLMInput(bz)
 }
 
 func (p *Provider) revealResult(ctx context.Context, k taskKey) {
