@@ -335,7 +335,7 @@ only the decrypted result, computed here, is ever in the clear.`,
 	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed); default: the model most providers serve")
 	f.String("kind", "inference", "inference (an LLM generation) or pipeline (encrypted CKKS stages)")
 	f.String("prompt", "", "inference: the prompt")
-	f.String("input", "", "pipeline: a JSON array of numbers (encrypted here) or a ciphertext file")
+	f.String("input", "", "pipeline: a JSON array of numbers or a file with one (encrypted here), or a ciphertext file")
 	f.String("he-keys", "", "pipeline: directory with secret.key and eval.keys (default HOME/he/PRESET-wWIDTH, created if missing)")
 	f.Uint64("max-tokens", 64, "tokens to generate at most")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")

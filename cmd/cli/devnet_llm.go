@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -408,10 +407,7 @@ func (d *devnet) pipelineRound(ctx context.Context, client *agent.Client, report
 	}
 	report.Pipeline, report.Plaintext = res, plain
 	got, want := example.Argmax(res.Output), example.Argmax(plain)
-	maxErr := 0.0
-	for i := range plain {
-		maxErr = max(maxErr, math.Abs(plain[i]-res.Output[i]))
-	}
+	maxErr := maxAbsDiff(plain, res.Output)
 	fmt.Fprintf(w, "decrypted by alice: %s → class %d (%s)\n", vectorString(res.Output), got, example.Labels[got])
 	fmt.Fprintf(w, "plaintext model:    %s → class %d (%s); max difference %.2g; true class %d\n", vectorString(plain), want, example.Labels[want], maxErr, label)
 	fmt.Fprintf(w, "job %d: providers paid %s, alice refunded %s, validator fee %s; %d blocks from post to payment, %s\n",

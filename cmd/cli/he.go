@@ -206,14 +206,15 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// parseValues reads --in: a JSON array of numbers, or a file holding one.
-func parseValues(in string) ([]float64, error) {
+// parseValues reads flag's value in: a JSON array of numbers, or a file
+// holding one.
+func parseValues(flag, in string) ([]float64, error) {
 	data := []byte(strings.TrimSpace(in))
-	src := "--in"
+	src := flag
 	if !bytes.HasPrefix(data, []byte("[")) {
 		bz, err := os.ReadFile(in)
 		if err != nil {
-			return nil, fmt.Errorf("--in %q is neither a JSON array of numbers nor a readable file: %w", in, err)
+			return nil, fmt.Errorf("%s %q is neither a JSON array of numbers nor a readable file: %w", flag, in, err)
 		}
 		data, src = bz, in
 	}
@@ -328,7 +329,7 @@ vector is zero) under the secret key --key, and write the ciphertext to --out.
 			keyPath, _ := f.GetString("key")
 			in, _ := f.GetString("in")
 			outPath, _ := f.GetString("out")
-			vals, err := parseValues(in)
+			vals, err := parseValues("--in", in)
 			if err != nil {
 				return err
 			}

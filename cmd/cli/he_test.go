@@ -353,3 +353,30 @@ func TestModelTrainExampleBadFlags(t *testing.T) {
 		t.Fatal("a refused train-example wrote the model")
 	}
 }
+
+// TestPipelineJobRunRefusals: ogpu job run --kind pipeline refuses bad
+// models and inputs before it unlocks a key or dials anything.
+func TestPipelineJobRunRefusals(t *testing.T) {
+	home := t.TempDir()
+	model := filepath.Join(home, "model.json")
+	heRun(t, home, "model", "train-example", "--preset", "N13", "--epochs", "1", "--out", model)
+	ct := filepath.Join(home, "x.ct")
+	key := heKeygen(t, home, "--preset", "N13", "--log-slots", "3")
+	heRun(t, home, "he", "encrypt", "--key", key.SecretKey, "--in", "[1,2]", "--out", ct)
+	bz, err := os.ReadFile(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bz[len(bz)/2] ^= 1
+	corrupt := filepath.Join(home, "corrupt.ct")
+	if err := os.WriteFile(corrupt, bz, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := []string{"job", "run", "--kind", "pipeline", "--from", "alice", "--node", "http://127.0.0.1:1"}
+	heFails(t, home, "use inference or pipeline", "job", "run", "--kind", "batch", "--from", "alice")
+	heFails(t, home, "needs --model", append(run, "--input", "[1]")...)
+	heFails(t, home, "--input has 3 values, model ogpu-example-classifier takes 8", append(run, "--model", model, "--input", "[1,2,3]")...)
+	heFails(t, home, "not a JSON array of numbers", append(run, "--model", model, "--input", "[1,")...)
+	heFails(t, home, "checksum mismatch", append(run, "--model", model, "--input", corrupt)...)
+	heFails(t, home, "no such file", append(run, "--model", filepath.Join(home, "none.json"), "--input", "[1]")...)
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,22 +40,16 @@ func jobTerms(cmd *cobra.Command) (r uint16, maxPrice *uint256.Int, req market.R
 }
 
 // pipelineInput reads --input: a ciphertext file, or a JSON array of
-// numbers to encrypt.
-func pipelineInput(path string) (values []float64, ct []byte, err error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if bytes.HasPrefix(data, []byte("OGPUHE")) {
+// numbers (or a file holding one) to encrypt.
+func pipelineInput(in string) (values []float64, ct []byte, err error) {
+	if data, err := os.ReadFile(in); err == nil && bytes.HasPrefix(data, []byte("OGPUHE")) {
 		if _, _, _, err := he.Peek(data); err != nil {
-			return nil, nil, fmt.Errorf("--input %s: %w", path, err)
+			return nil, nil, fmt.Errorf("--input %s: %w", in, err)
 		}
 		return nil, data, nil
 	}
-	if err := json.Unmarshal(data, &values); err != nil {
-		return nil, nil, fmt.Errorf("--input %s: want a JSON array of numbers, or a ciphertext from ogpu he encrypt: %v", path, err)
-	}
-	return values, nil, nil
+	values, err = parseValues("--input", in)
+	return values, nil, err
 }
 
 // PipelineJobOutput is what ogpu job run --kind pipeline prints as JSON.
@@ -126,10 +119,7 @@ func runPipelineJob(ctx context.Context, cmd *cobra.Command) error {
 	if values != nil {
 		plain, _ := m.Forward(values)
 		p := example.Argmax(plain)
-		e := 0.0
-		for i := range plain {
-			e = math.Max(e, math.Abs(plain[i]-res.Output[i]))
-		}
+		e := maxAbsDiff(plain, res.Output)
 		out.Plaintext, out.PlainPrediction, out.MaxAbsError = plain, &p, &e
 	}
 	if jsonOutput(cmd) {
@@ -149,6 +139,15 @@ func runPipelineJob(ctx context.Context, cmd *cobra.Command) error {
 		types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.ValidatorFee),
 		res.Completed-res.Posted, res.Elapsed.Round(1e6))
 	return nil
+}
+
+// maxAbsDiff is the largest |a[i] - b[i]|.
+func maxAbsDiff(a, b []float64) float64 {
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(a[i]-b[i]))
+	}
+	return d
 }
 
 func vectorString(v []float64) string {
