@@ -91,7 +91,7 @@ func runPipelineJob(ctx context.Context, cmd *cobra.Command) error {
 		evalPath = info.EvalKeys
 	} else {
 		home, _ := f.GetString("home")
-		if sk, evalPath, err = loadOrCreateHEKeys(expandHome(home), m.Preset, m.LogSlots, errw); err != nil {
+		if sk, evalPath, err = loadOrCreateHEKeys(home, m.Preset, m.LogSlots, errw); err != nil {
 			return err
 		}
 	}
@@ -180,7 +180,7 @@ func pipelineResult(ctx context.Context, cmd *cobra.Command, cl *agent.Client, i
 	dir, _ := cmd.Flags().GetString("he-keys")
 	if dir == "" {
 		home, _ := cmd.Flags().GetString("home")
-		dir = heKeyDir(expandHome(home), m.Preset, m.LogSlots)
+		dir = heKeyDir(home, m.Preset, m.LogSlots)
 	}
 	sk, _, err := loadHEKeys(expandHome(dir))
 	if err != nil {
