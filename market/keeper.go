@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strconv"
 
@@ -264,12 +263,19 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: redundancy %d, at most %d", m.Redundancy, k.p.MaxRedundancy)
 	}
 	w := m.Windows
-	life, ok := jobLife(w, m.Kind, m.Stages, k.p.DisputeBlocks)
+	// Each window is bounded first (genesis bounds MaxJobBlocks and
+	// DisputeBlocks by 10^6, MaxStages above), so the life cannot overflow.
+	long := w.Bid > k.p.MaxJobBlocks || w.Reveal > k.p.MaxJobBlocks || w.Execute > k.p.MaxJobBlocks || w.Verify > k.p.MaxJobBlocks
+	life := jobLife(w, m.Kind, m.Stages, k.p.DisputeBlocks)
 	switch {
-	case m.Kind == KindPipeline && (!ok || life > k.p.MaxJobBlocks):
+	case m.Kind == KindPipeline && (long || life > k.p.MaxJobBlocks):
+		needs := strconv.FormatUint(life, 10)
+		if long {
+			needs = fmt.Sprintf("more: one window alone is longer than %d blocks", k.p.MaxJobBlocks)
+		}
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify) must be at most %d blocks, this job needs %s",
-			k.p.DisputeBlocks, k.p.MaxJobBlocks, lifeText(life, ok))
-	case !ok || life > k.p.MaxJobBlocks:
+			k.p.DisputeBlocks, k.p.MaxJobBlocks, needs)
+	case long || life > k.p.MaxJobBlocks:
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) must be at most %d blocks", k.p.MaxJobBlocks)
 	}
 	if m.Canary != (types.Hash{}) && !k.esc.IsValidator(from) {
@@ -321,33 +327,14 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 //     verify for a backup.
 //
 // A dispute of the last window may end up to dispute blocks after it
-// (genesis keeps stake unbonding longer than that). ok is false if the sum
-// does not fit a uint64.
-func jobLife(w Windows, kind string, stages uint16, dispute uint64) (life uint64, ok bool) {
-	ev, c1 := bits.Add64(w.Execute, w.Verify, 0)
-	life, c2 := bits.Add64(w.Bid, w.Reveal, 0)
-	per, n := ev, uint64(2)
+// (genesis keeps stake unbonding longer than that). The caller bounds the
+// windows so that this cannot overflow.
+func jobLife(w Windows, kind string, stages uint16, dispute uint64) uint64 {
+	ev := w.Execute + w.Verify
 	if kind == KindPipeline {
-		var c3 uint64
-		per, c3 = bits.Add64(ev, dispute, 0)
-		c1 |= c3
-		n = uint64(stages)
+		return w.Bid + w.Reveal + uint64(stages)*(ev+dispute) + ev
 	}
-	hi, run := bits.Mul64(per, n)
-	life, c4 := bits.Add64(life, run, 0)
-	if kind == KindPipeline {
-		var c5 uint64
-		life, c5 = bits.Add64(life, ev, 0)
-		c4 |= c5
-	}
-	return life, c1|c2|c4 == 0 && hi == 0
-}
-
-func lifeText(life uint64, ok bool) string {
-	if !ok {
-		return "more than 2^64"
-	}
-	return strconv.FormatUint(life, 10)
+	return w.Bid + w.Reveal + 2*ev
 }
 
 func decodeU64(bz []byte) uint64 {

@@ -551,7 +551,7 @@ func TestPipelineLifetime(t *testing.T) {
 	}
 	huge := pipelineJob()
 	huge.Windows.Execute = 1 << 63
-	p.refused("windows that overflow", post(huge), types.ErrInvalidMsg, "this job needs more than 2^64")
+	p.refused("windows that would overflow", post(huge), types.ErrInvalidMsg, "this job needs more: one window alone is longer than 1000 blocks")
 	huge.Kind = KindInference
 	p.refused("inference windows that overflow", post(huge), types.ErrInvalidMsg, "bid + reveal + 2 × (execute + verify) must be at most 1000 blocks")
 }
