@@ -28,7 +28,7 @@ import (
 // few sequential commands the test sends in it (three bids, three
 // reveals) with room for a slow machine.
 const (
-	testBidBlocks     = 30
+	testBidBlocks     = 60
 	testRevealBlocks  = 40
 	testExecuteBlocks = 40
 	testVerifyBlocks  = 40
