@@ -122,7 +122,18 @@ func fmJob1() *market.MsgPostJob {
 		Kind: market.KindInference, Mode: market.ModeAuction, Model: fmHash("model"), ModelSize: 1 << 30,
 		Stages: 2, Redundancy: 2, MaxPrice: types.OGPU(10), Req: fmReqs[1], Input: fmHash("input"),
 		Windows: market.Windows{Bid: 2, Reveal: 2, Execute: 3, Verify: 3},
+		Seal:    fmHash("job 1 seal"),
 	}
+}
+
+// fmCanarySeal is the seal of a canary of val's with answer fmResults[0]
+// at every one of its stages.
+func fmCanarySeal(stages int) ([]types.Hash, types.Hash) {
+	hashes := make([]types.Hash, stages)
+	for i := range hashes {
+		hashes[i] = verifier.CanaryStageHash(fmResults[0], fmCanarySalt)
+	}
+	return hashes, verifier.CanarySeal(addrOf("val"), hashes)
 }
 
 func fmGenesis() *genesis.Doc {
@@ -301,8 +312,12 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		}
 		return (&verifier.MsgRevealResult{Job: job, Stage: stage, Result: result, Salt: salt}).Raw(), nil
 	case fmOpVote:
-		job, stage := s.job(), s.stage()
-		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: fmResults[int(s.r.next())%len(fmResults)]}).Raw(), nil
+		job, stage, mode := s.job(), s.stage(), s.r.next()
+		result := fmResults[int(s.r.next())%len(fmResults)]
+		if mode%2 == 0 { // seal, then (another operation) open
+			return (&verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, fmCanarySalt, from)}).Raw(), nil
+		}
+		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: fmCanarySalt}).Raw(), nil
 	case fmOpPostJob:
 		m := fmJob1()
 		if s.r.next()%2 == 1 {
@@ -318,8 +333,9 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		m.MaxPrice = fmPrices[int(s.r.next())%len(fmPrices)]
 		m.Windows = market.Windows{Bid: uint64(s.r.next() % 4), Reveal: uint64(s.r.next() % 4), Execute: uint64(s.r.next() % 4), Verify: uint64(s.r.next() % 4)}
 		m.Req = fmReqs[int(s.r.next())%len(fmReqs)]
+		m.Seal = fmHash(fmt.Sprint("seal ", s.r.next()))
 		if s.r.next()%3 == 0 {
-			m.Stages, m.Canary = 1, verifier.ResultCommitment(fmResults[0], fmCanarySalt, from)
+			_, m.Seal = fmCanarySeal(int(m.Stages))
 		}
 		return m.Raw(), nil
 	case fmOpCancelJob:
@@ -358,7 +374,8 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		if salt%2 == 1 {
 			sl = fmHash(fmt.Sprint("canary salt ", salt))
 		}
-		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Result: result, Salt: sl}).Raw(), nil
+		hashes, _ := fmCanarySeal(1 + int(s.r.next()%3))
+		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Answer: result, Salt: sl, StageHashes: hashes}).Raw(), nil
 	default: // fmOpRaw: any type, any payload
 		typ := types.MsgType(1 + s.r.next()%18)
 		data := make([]byte, int(s.r.next())%96)

@@ -184,6 +184,7 @@ type scenario struct {
 
 	prices  map[string]*uint256.Int // sealed bid prices by sender/job/stage
 	results map[string]string       // committed result words by sender/job/stage
+	votes   map[string]string       // sealed vote words by sender/job/stage
 
 	group      *pendingBlock // inside block ... end
 	lastEvents []abci.Event  // every event of the last block, txs' and its end's
@@ -217,7 +218,7 @@ func runScenario(t testing.TB, file string) (string, []string) {
 	s := &scenario{
 		t: t, file: file, doc: genesis.Default(),
 		byAddr: map[types.Address]string{}, words: map[types.Hash]string{},
-		prices: map[string]*uint256.Int{}, results: map[string]string{},
+		prices: map[string]*uint256.Int{}, results: map[string]string{}, votes: map[string]string{},
 	}
 	for i, raw := range strings.Split(string(src), "\n") {
 		s.lineNo = i + 1
@@ -581,6 +582,8 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			Req: market.Requirements{MinStake: new(uint256.Int)}, Input: s.word("input"), ModelSize: 1000,
 			Windows: market.Windows{Bid: 2, Reveal: 2, Execute: 3, Verify: 3}}
 		m.Model = s.word("model")
+		m.Seal = salt(name, "seal", s.lineNo)
+		canary, canaryBy := "", name
 		for k, v := range kv {
 			switch k {
 			case "stages":
@@ -604,7 +607,11 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			case "model":
 				m.Model = s.word(v)
 			case "canary":
-				m.Canary = verifier.ResultCommitment(s.word(v), salt(name, "canary"), from)
+				canary = v
+			case "canary-by":
+				canaryBy = v
+			case "prompt-tokens":
+				m.PromptTokens = s.parseUint(v)
 			case "min-stake":
 				m.Req.MinStake = s.parseAmount(v)
 			case "min-rep":
@@ -621,6 +628,9 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 		}
 		if m.MaxPrice == nil {
 			s.fatalf("post-job needs max=AMOUNT")
+		}
+		if canary != "" {
+			_, m.Seal = scenarioCanary(s.word(canary), canaryBy, int(m.Stages))
 		}
 		return m.Raw()
 	case "cancel":
@@ -665,10 +675,30 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 	case "vote":
 		s.need(pos, 3, "vote JOB STAGE WORD")
 		job, stage := s.jobStage(pos)
-		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: s.word(pos[2])}).Raw()
+		s.votes[s.key(name, job, stage)] = pos[2]
+		return (&verifier.MsgCommitVote{Job: job, Stage: stage,
+			Commitment: verifier.VoteCommitment(job, stage, s.voteWord(pos[2]), salt(name, "vote", job, stage), from)}).Raw()
+	case "open-vote":
+		s.need(pos, 2, "open-vote JOB STAGE [WORD]")
+		job, stage := s.jobStage(pos)
+		w := s.votes[s.key(name, job, stage)]
+		if len(pos) > 2 {
+			w = pos[2]
+		}
+		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: s.voteWord(w), Salt: salt(name, "vote", job, stage)}).Raw()
+	case "report-input":
+		s.need(pos, 3, "report-input JOB STAGE REASON")
+		job, stage := s.jobStage(pos)
+		return (&verifier.MsgReportInput{Job: job, Stage: stage, Reason: uint8(s.parseUint(pos[2]))}).Raw()
 	case "reveal-canary":
-		s.need(pos, 2, "reveal-canary JOB WORD")
-		return (&verifier.MsgRevealCanary{Job: s.parseUint(pos[0]), Result: s.word(pos[1]), Salt: salt(name, "canary")}).Raw()
+		s.need(pos, 3, "reveal-canary JOB STAGE WORD [stages=N]")
+		job, stage := s.jobStage(pos)
+		n := 1
+		if v, ok := kv["stages"]; ok {
+			n = int(s.parseUint(v))
+		}
+		hashes, _ := scenarioCanary(s.word(pos[2]), name, n)
+		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Answer: s.word(pos[2]), Salt: salt(name, "canary", int(stage)), StageHashes: hashes}).Raw()
 	case "create-validator":
 		s.need(pos, 1, "create-validator SELFBOND")
 		return (&escrow.MsgCreateValidator{Name: name, PubKey: scenarioValKey(name), SelfBond: s.parseAmount(pos[0])}).Raw()
@@ -677,6 +707,30 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 	}
 	s.fatalf("unknown tx verb %q", verb)
 	return types.RawMsg{}
+}
+
+// scenarioCanary is the seal of a canary whose validator is NAME, with
+// answer at every one of its stages.
+func scenarioCanary(answer types.Hash, validator string, stages int) ([]types.Hash, types.Hash) {
+	hashes := make([]types.Hash, stages)
+	for i := range hashes {
+		hashes[i] = verifier.CanaryStageHash(answer, salt(validator, "canary", i))
+	}
+	return hashes, verifier.CanarySeal(addrOf(validator), hashes)
+}
+
+// voteWord reads a vote: available, bad and abstain are the input-check
+// and abstain hashes, any other word the hash of the word.
+func (s *scenario) voteWord(w string) types.Hash {
+	switch w {
+	case "available":
+		return verifier.InputAvailable
+	case "bad":
+		return verifier.InputBad
+	case "abstain":
+		return verifier.Abstain
+	}
+	return s.word(w)
 }
 
 // ---- blocks ----
@@ -1066,8 +1120,8 @@ func (s *scenario) dump() {
 		}
 		s.printf("      prices=%s paid=%s refunded=%s compensated=%s fee_paid=%t locked=%s",
 			strings.Join(prices, ","), amt(j.Paid), amt(j.Refunded), amt(j.Compensated), j.FeePaid, amt(k.Locked(j.ID)))
-		if j.Canary != (types.Hash{}) {
-			s.printf(" canary_revealed=%t answer=%s", j.CanaryRevealed, s.hashStr(j.CanaryAnswer))
+		if j.CanaryBy != (types.Address{}) {
+			s.printf(" canary_by=%s fee_spent=%s", s.nameOf(j.CanaryBy), amt(j.FeeSpent))
 		}
 		s.printf("\n")
 		for _, b := range market.Bids(kv, j.ID) {

@@ -188,6 +188,14 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		return decode(m.Data, verifier.DecodeMsgRevealCanary, func(msg *verifier.MsgRevealCanary) handler {
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealCanary(from, msg) })
 		})
+	case types.MsgTypeCommitVote:
+		return decode(m.Data, verifier.DecodeMsgCommitVote, func(msg *verifier.MsgCommitVote) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.CommitVote(from, msg) })
+		})
+	case types.MsgTypeReportInput:
+		return decode(m.Data, verifier.DecodeMsgReportInput, func(msg *verifier.MsgReportInput) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ReportInput(from, msg) })
+		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)
 	}

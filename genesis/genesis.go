@@ -93,9 +93,22 @@ type MarketParams struct {
 	// reveal its result in time; it is jailed for ProviderJailBlocks.
 	NoShowSlashBps     uint64 `json:"no_show_slash_bps"`
 	ProviderJailBlocks uint64 `json:"provider_jail_blocks"`
-	// CompensationBps of a provider slash goes to the job's client; the rest
-	// is burned.
+	// CompensationBps of a provider's fraud slash goes to the job's client
+	// (not for a canary: to nobody); the rest is burned. A no-show's slash
+	// is all burned: a client must not profit from a provider missing a
+	// deadline it may have caused.
 	CompensationBps uint64 `json:"compensation_bps"`
+	// CanaryBlocks: a task whose results agree settles this many blocks
+	// after its last reveal, so that the poster of a canary can contest a
+	// wrong agreement (every task waits, so canaries look like any job).
+	CanaryBlocks uint64 `json:"canary_blocks"`
+	// CanaryRateBps is how many canaries the validator agents post per
+	// 10,000 client jobs, network-wide (agents read it; the chain cannot
+	// tell canaries from jobs).
+	CanaryRateBps uint64 `json:"canary_rate_bps"`
+	// VoteSlashBps of a validator's stake is burned when it seals no vote,
+	// does not open it, or votes against the outcome of a decided vote.
+	VoteSlashBps uint64 `json:"vote_slash_bps"`
 }
 
 // DefaultStakingParams: three weeks of one-second blocks would be a real
@@ -129,6 +142,9 @@ func DefaultMarketParams() MarketParams {
 		NoShowSlashBps:     200,
 		ProviderJailBlocks: 200,
 		CompensationBps:    5_000,
+		CanaryBlocks:       3,
+		CanaryRateBps:      500,
+		VoteSlashBps:       10,
 	}
 }
 
@@ -177,6 +193,12 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.dispute_blocks = %d: want 1..1000000", p.DisputeBlocks)
 	case p.ProviderJailBlocks == 0:
 		return fmt.Errorf("params.market.provider_jail_blocks must be positive")
+	case p.CanaryBlocks == 0 || p.CanaryBlocks > p.DisputeBlocks:
+		return fmt.Errorf("params.market.canary_blocks = %d: want 1..dispute_blocks (%d)", p.CanaryBlocks, p.DisputeBlocks)
+	case p.CanaryRateBps > 10_000 || p.VoteSlashBps > 10_000:
+		return fmt.Errorf("params.market: canary_rate_bps and vote_slash_bps are basis points, at most 10000")
+	case p.DisputeBlocks < 2:
+		return fmt.Errorf("params.market.dispute_blocks = %d: a vote needs at least 2 blocks (seal, then open)", p.DisputeBlocks)
 	}
 	return nil
 }

@@ -183,6 +183,7 @@ type EventDisputeOpened struct {
 	Job      uint64   `event:"job,index"`
 	Stage    uint16   `event:"stage"`
 	Results  []string `event:"results"`
+	SealBy   uint64   `event:"seal_by"`
 	Deadline uint64   `event:"deadline"`
 }
 
@@ -199,11 +200,12 @@ type EventDisputeVoted struct {
 func (EventDisputeVoted) EventType() string { return "dispute_voted" }
 
 // EventTaskSettled closes a stage: Outcome is "agreed" (all revealed
-// results equal), "verdict" (a dispute decided), "canary" (checked
-// against a validator's known answer), "unresolved" (a dispute without a
-// 2/3 vote: refunded), "no_results" (refunded), "no_bids" (nobody won the
-// stage) or "no_input" (a pipeline stage whose previous stage settled
-// without a decided result: never opened, refunded).
+// results equal), "verdict" (a dispute decided), "unresolved" (a dispute
+// without a 2/3 vote: refunded), "no_results" (refunded), "no_bids"
+// (nobody won the stage), "bad_input" (validators found the client's
+// input missing or wrong: the client pays the reservations) or "no_input"
+// (a pipeline stage whose previous stage settled without a decided
+// result, or an undecided input check: refunded).
 type EventTaskSettled struct {
 	Job     uint64       `event:"job,index"`
 	Stage   uint16       `event:"stage"`
@@ -226,8 +228,63 @@ type EventJobCompleted struct {
 func (EventJobCompleted) EventType() string { return "job_completed" }
 
 type EventCanaryRevealed struct {
-	Job    uint64     `event:"job,index"`
-	Answer types.Hash `event:"answer"`
+	Job       uint64        `event:"job,index"`
+	Stage     uint16        `event:"stage"`
+	Validator types.Address `event:"validator,index"`
+	Answer    types.Hash    `event:"answer"`
 }
 
 func (EventCanaryRevealed) EventType() string { return "canary_revealed" }
+
+// EventInputReported: an assigned provider could not get or use its input.
+type EventInputReported struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Reason   string        `event:"reason"`
+}
+
+func (EventInputReported) EventType() string { return "input_reported" }
+
+// EventInputCheckOpened: validators fetch the task's input and vote
+// (sealed until SealBy, opened until Deadline).
+type EventInputCheckOpened struct {
+	Job       uint64   `event:"job,index"`
+	Stage     uint16   `event:"stage"`
+	Reporters []string `event:"reporters"`
+	SealBy    uint64   `event:"seal_by"`
+	Deadline  uint64   `event:"deadline"`
+}
+
+func (EventInputCheckOpened) EventType() string { return "input_check_opened" }
+
+// EventInputAvailable: the validators found the input available; they
+// serve it, and the reporters have a fresh window.
+type EventInputAvailable struct {
+	Job            uint64 `event:"job,index"`
+	Stage          uint16 `event:"stage"`
+	CommitDeadline uint64 `event:"commit_deadline"`
+	RevealDeadline uint64 `event:"reveal_deadline"`
+}
+
+func (EventInputAvailable) EventType() string { return "input_available" }
+
+// EventVoteSealed: a validator sealed its vote.
+type EventVoteSealed struct {
+	Job       uint64        `event:"job,index"`
+	Stage     uint16        `event:"stage"`
+	Validator types.Address `event:"validator,index"`
+}
+
+func (EventVoteSealed) EventType() string { return "vote_sealed" }
+
+// EventVotersPaid: a stage's share of the validator fee went to the
+// validators that voted with the outcome.
+type EventVotersPaid struct {
+	Job    uint64       `event:"job,index"`
+	Stage  uint16       `event:"stage"`
+	Amount *uint256.Int `event:"amount"`
+	Voters uint64       `event:"voters"`
+}
+
+func (EventVotersPaid) EventType() string { return "voters_paid" }

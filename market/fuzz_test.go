@@ -45,11 +45,12 @@ func fuzzMarketSeeds() map[string][]byte {
 			Attributes: []string{"gpu/vendor/nvidia", "gpu/*/*/*/*/ram>=40Gi"}, Runtime: "llama.cpp", Class: "cuda12.4/llama.cpp-b3447/batch1"},
 		Input:   fuzzHash(0x33),
 		Windows: Windows{Bid: 10, Reveal: 5, Execute: 30, Verify: 10},
+		Seal:    fuzzHash(0x34),
 	}
 	pool := job
 	pool.Mode, pool.Kind, pool.Windows.Reveal, pool.Req = ModePool, KindPipeline, 0, Requirements{MinStake: new(uint256.Int)}
 	canary := job
-	canary.Stages, canary.Canary = 1, fuzzHash(0x44)
+	canary.Stages, canary.Seal = 1, fuzzHash(0x44)
 	lowRedundancy := job
 	lowRedundancy.Redundancy = 1
 	badReq := job

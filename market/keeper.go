@@ -273,13 +273,10 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		if long {
 			needs = fmt.Sprintf("more: one window alone is longer than %d blocks", k.p.MaxJobBlocks)
 		}
-		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify) must be at most %d blocks, this job needs %s",
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify + dispute) must be at most %d blocks, this job needs %s",
 			k.p.DisputeBlocks, k.p.MaxJobBlocks, needs)
 	case long || life > k.p.MaxJobBlocks:
-		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) must be at most %d blocks", k.p.MaxJobBlocks)
-	}
-	if m.Canary != (types.Hash{}) && !k.esc.IsValidator(from) {
-		return 0, types.ErrUnauthorized.Wrapf("only a validator's operator may post a canary job")
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) + %d dispute blocks must be at most %d blocks", k.p.DisputeBlocks, k.p.MaxJobBlocks)
 	}
 	id := decodeU64(k.kv.Get(NextJobKey()))
 	if id == 0 {
@@ -289,9 +286,9 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	j := &Job{
 		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
 		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
-		Input: m.Input, Windows: m.Windows, Canary: m.Canary, MaxTokens: m.MaxTokens,
+		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
-		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int),
+		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int), FeeSpent: new(uint256.Int),
 	}
 	for i := range j.Prices {
 		j.Prices[i] = new(uint256.Int)
@@ -321,10 +318,11 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 // reveal deadline (its Expiry): bid + reveal, then
 //
 //   - inference (stages run side by side): 2 × (execute + verify), the
-//     second window for a no-show's backup;
+//     second window for a no-show's backup or a reporter whose input the
+//     validators found available, plus dispute blocks for that input check;
 //   - pipeline (stage s+1 opens when stage s settles): stages × (execute +
 //     verify + dispute), each stage's worst case, plus one execute +
-//     verify for a backup.
+//     verify + dispute for a backup or an input check.
 //
 // A dispute of the last window may end up to dispute blocks after it
 // (genesis keeps stake unbonding longer than that). The caller bounds the
@@ -332,9 +330,9 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 func jobLife(w Windows, kind string, stages uint16, dispute uint64) uint64 {
 	ev := w.Execute + w.Verify
 	if kind == KindPipeline {
-		return w.Bid + w.Reveal + uint64(stages)*(ev+dispute) + ev
+		return w.Bid + w.Reveal + uint64(stages)*(ev+dispute) + ev + dispute
 	}
-	return w.Bid + w.Reveal + 2*ev
+	return w.Bid + w.Reveal + 2*ev + dispute
 }
 
 func decodeU64(bz []byte) uint64 {

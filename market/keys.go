@@ -95,7 +95,8 @@ const (
 	deadlineClose   byte   = 2      // reveal window over: award or expire
 	deadlineCommit  byte   = 3      // a task's commit window over: no-shows
 	deadlineReveal  byte   = 4      // a task's reveal window over: no-shows, evaluate
-	deadlineDispute byte   = 5      // a dispute's voting window over
+	deadlineDispute byte   = 5      // a vote's window over (dispute or input check)
+	deadlineConfirm byte   = 6      // an agreed task's canary window over: settle
 	stageNone       uint16 = 0xffff // job-level deadlines
 )
 

@@ -179,6 +179,30 @@ func (n *testNet) checkInvariants() {
 	}
 }
 
+// vote has each of vals seal a vote for result on a voting task and then
+// open it: in the same block when vals are every active validator, else
+// after the sealing phase.
+func (n *testNet) vote(job uint64, stage uint16, result types.Hash, vals ...types.Address) {
+	n.tb.Helper()
+	salt := func(v types.Address) types.Hash { return sha256.Sum256(cat([]byte("vote salt"), v[:], be64(job), be16(stage))) }
+	for _, v := range vals {
+		n.must("seal vote", func(k *Keeper) error {
+			return k.CommitVote(v, &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt(v), v)})
+		})
+	}
+	if len(vals) != len(n.validators) {
+		n.advanceTo(n.task(job, stage).VoteCommitEnd + 1)
+	}
+	for _, v := range vals {
+		if !n.task(job, stage).Status.Voting() {
+			return
+		}
+		n.must("open vote", func(k *Keeper) error {
+			return k.VoteDispute(v, &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt(v)})
+		})
+	}
+}
+
 func (n *testNet) esc() escrow.Keeper                   { return escrow.NewKeeper(n.tree) }
 func (n *testNet) ver() verifier.Keeper                 { return verifier.NewKeeper(n.tree) }
 func (n *testNet) balance(a types.Address) *uint256.Int { return n.esc().Balance(a) }
@@ -259,6 +283,7 @@ func auctionJob(r uint16, maxPrice *uint256.Int) *MsgPostJob {
 		Req:     Requirements{MinStake: new(uint256.Int)},
 		Input:   hashOf("input"),
 		Windows: Windows{Bid: 2, Reveal: 2, Execute: 3, Verify: 3},
+		Seal:    hashOf("a client's random seal"),
 	}
 }
 
@@ -310,8 +335,8 @@ func TestBidWindows(t *testing.T) {
 	n := marketNet(t, genesis.DefaultParams())
 	id := n.post(client, auctionJob(2, types.OGPU(3))) // at 2: bids 2..4, reveals 5..6, close at the end of 6
 	j := n.job(id)
-	if j.BidEnd != 4 || j.RevealEnd != 6 || j.Expiry != 18 {
-		t.Fatalf("windows: bid end %d, reveal end %d, expiry %d; want 4, 6, 18", j.BidEnd, j.RevealEnd, j.Expiry)
+	if j.BidEnd != 4 || j.RevealEnd != 6 || j.Expiry != 118 {
+		t.Fatalf("windows: bid end %d, reveal end %d, expiry %d; want 4, 6, 118 (with one input check's 100 blocks)", j.BidEnd, j.RevealEnd, j.Expiry)
 	}
 	n.bid(prov1, id, 0, types.OGPU(1)) // in the posting block
 	n.advanceTo(4)
@@ -524,67 +549,6 @@ func TestCancelJob(t *testing.T) {
 	n.refused("cancel a running job", func(k *Keeper) error { return k.CancelJob(client, id2) }, types.ErrWrongPhase, "job 2 is running")
 }
 
-func TestCanaryNeedsValidator(t *testing.T) {
-	n := marketNet(t, genesis.DefaultParams())
-	val := addrOf("val")
-	answer, salt := hashOf("answer"), hashOf("canary salt")
-	m := auctionJob(2, types.OGPU(3))
-	m.Canary = verifier.ResultCommitment(answer, salt, client)
-	dm, err := DecodeMsgPostJob(m.Raw().Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.refused("canary posted by a client", func(k *Keeper) error { _, err := k.PostJob(client, dm); return err },
-		types.ErrUnauthorized, "only a validator's operator may post a canary job")
-	n.refused("canary posted by a provider", func(k *Keeper) error { _, err := k.PostJob(prov1, dm); return err }, types.ErrUnauthorized)
-
-	m.Canary = verifier.ResultCommitment(answer, salt, val)
-	id := n.post(val, m)
-	n.bid(prov1, id, 0, types.OGPU(1))
-	n.bid(prov2, id, 0, types.OGPU(1))
-	n.advanceTo(5)
-	n.revealBid(prov1, id, 0, types.OGPU(1))
-	n.revealBid(prov2, id, 0, types.OGPU(1))
-	n.advanceTo(7)
-	commit := func(p types.Address, res types.Hash) {
-		n.must("commit result", func(k *Keeper) error {
-			return k.CommitResult(p, &verifier.MsgCommitResult{Job: id, Stage: 0, Commitment: verifier.ResultCommitment(res, salt, p)})
-		})
-	}
-	canary := func(from types.Address, res types.Hash) func(k *Keeper) error {
-		return func(k *Keeper) error {
-			return k.RevealCanary(from, &verifier.MsgRevealCanary{Job: id, Stage: 0, Result: res, Salt: salt})
-		}
-	}
-	commit(prov1, answer)
-	n.refused("canary answer before every provider committed", canary(val, answer), types.ErrWrongPhase, "after every provider has committed")
-	commit(prov2, hashOf("wrong"))
-	n.refused("canary answer by someone else", canary(prov1, answer), types.ErrUnauthorized, "only the poster of canary job 1")
-	n.refused("a different answer", canary(val, hashOf("wrong")), types.ErrCommitMismatch)
-	p2stake := n.esc().Bonded(prov2)
-	n.must("reveal canary", canary(val, answer))
-	n.refused("reveal canary twice", canary(val, answer), types.ErrDuplicate)
-	for _, p := range []struct {
-		addr types.Address
-		res  types.Hash
-	}{{prov1, answer}, {prov2, hashOf("wrong")}} {
-		n.must("reveal result", func(k *Keeper) error {
-			return k.RevealResult(p.addr, &verifier.MsgRevealResult{Job: id, Stage: 0, Result: p.res, Salt: salt})
-		})
-	}
-	// The wrong answer is fraud against the known answer, with no vote.
-	if tk := n.task(id, 0); tk.Status != verifier.TaskSettled || tk.Verdict != answer {
-		t.Fatalf("canary task %s with verdict %x, want settled on the answer", tk.Status, tk.Verdict)
-	}
-	want := new(uint256.Int).Sub(p2stake, escrow.MulBps(p2stake, n.params.Market.FraudSlashBps))
-	if got := n.esc().Bonded(prov2); !got.Eq(want) {
-		t.Errorf("prov2 stake %s after a wrong canary, want %s", got.Dec(), want.Dec())
-	}
-	if p, _ := GetProvider(n.tree, prov2); !p.Tombstoned {
-		t.Errorf("prov2 not tombstoned after a wrong canary")
-	}
-}
-
 func TestPoolClaims(t *testing.T) {
 	params := genesis.DefaultParams()
 	params.Market.MaxBidsPerStage = 3
@@ -658,9 +622,13 @@ func TestUniformPrice(t *testing.T) {
 			return k.RevealResult(p, &verifier.MsgRevealResult{Job: id, Stage: 0, Result: result, Salt: salt})
 		})
 	}
+	if tk := n.task(id, 0); tk.Status != verifier.TaskConfirming || tk.ConfirmBy != n.height+n.params.Market.CanaryBlocks {
+		t.Fatalf("task %s until %d after the last reveal, want confirming for canary_blocks", tk.Status, tk.ConfirmBy)
+	}
+	n.advanceTo(n.task(id, 0).ConfirmBy + 1)
 	j := n.job(id)
 	if j.State != JobCompleted {
-		t.Fatalf("job %s after the last reveal, want completed", j.State)
+		t.Fatalf("job %s after its canary window, want completed", j.State)
 	}
 	for i, p := range provs {
 		want := bal[i].Clone()

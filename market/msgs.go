@@ -138,10 +138,12 @@ type MsgPostJob struct {
 	Req        Requirements
 	Input      types.Hash
 	Windows    Windows
-	// Canary: see Job.Canary. Only a validator's operator may set it.
-	Canary types.Hash
+	// Seal: see Job.Seal. 32 random bytes, or a canary seal.
+	Seal types.Hash
 	// MaxTokens: see Job.MaxTokens.
 	MaxTokens uint64 `rlp:"optional"`
+	// PromptTokens: see Job.PromptTokens.
+	PromptTokens uint64 `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -186,12 +188,16 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("windows: bid, execute and verify must each be at least one block")
 	case m.Mode == ModeAuction && m.Windows.Reveal == 0:
 		return nil, bad("windows: an auction needs a reveal window of at least one block")
-	case m.Canary != (types.Hash{}) && m.Stages != 1:
-		return nil, bad("a canary job has one stage")
+	case m.Seal == (types.Hash{}):
+		return nil, bad("seal is missing: 32 random bytes (the wallet picks them)")
 	case m.MaxTokens > MaxJobTokens:
 		return nil, bad("max tokens %d: at most %d", m.MaxTokens, MaxJobTokens)
 	case m.MaxTokens != 0 && m.Kind != KindInference:
 		return nil, bad("max tokens applies to %s jobs only", KindInference)
+	case m.PromptTokens > MaxJobTokens:
+		return nil, bad("prompt tokens %d: at most %d", m.PromptTokens, MaxJobTokens)
+	case m.PromptTokens != 0 && m.Kind != KindInference:
+		return nil, bad("prompt tokens applies to %s jobs only", KindInference)
 	}
 	for _, r := range m.Req.Attributes {
 		if _, err := ParseRequirement(r); err != nil {

@@ -31,6 +31,7 @@ func newPipeNet(t *testing.T) *pipeNet {
 	t.Helper()
 	params := genesis.DefaultParams()
 	params.Market.DisputeBlocks = 4
+	params.Market.CanaryBlocks = 1
 	p := &pipeNet{backup: addrOf("pipe backup"), val: addrOf("val")}
 	accts := []testAccount{{client, types.OGPU(1_000)}, {p.backup, types.OGPU(1_000)}, {p.val, types.OGPU(2_000)}}
 	for s := range p.stage {
@@ -121,6 +122,11 @@ func (p *pipeNet) run(id uint64, s uint16, results [2]types.Hash) {
 	for j, a := range p.stage[s] {
 		p.revealResult(a, id, s, results[j])
 	}
+	if p.task(id, s).Status == verifier.TaskConfirming {
+		// Agreed: it settles at the end of its canary window (1 block).
+		p.endBlock()
+		p.endBlock()
+	}
 }
 
 // eventsOf decodes the events of type E in evs.
@@ -164,8 +170,8 @@ func TestPipelineStagesOpenInTurn(t *testing.T) {
 	id := p.award() // posted at 2: bids to 4, reveals to 6, close at the end of 6
 	j := p.job(id)
 	d := p.params.Market.DisputeBlocks
-	// Expiry covers the stages in turn: 6 + 3 × (3 + 3 + 4) + (3 + 3).
-	if want := j.RevealEnd + 3*(6+d) + 6; j.Expiry != want || want != 42 {
+	// Expiry covers the stages in turn: 6 + 3 × (3 + 3 + 4) + (3 + 3 + 4).
+	if want := j.RevealEnd + 3*(6+d) + 6 + d; j.Expiry != want || want != 46 {
 		t.Fatalf("expiry %d, want %d", j.Expiry, want)
 	}
 	if j.State != JobRunning {
@@ -204,13 +210,13 @@ func TestPipelineStagesOpenInTurn(t *testing.T) {
 
 	out := [3]types.Hash{hashOf("stage 0 out"), hashOf("stage 1 out"), hashOf("stage 2 out")}
 	p.events = nil
-	p.run(id, 0, [2]types.Hash{out[0], out[0]}) // commits at 7, reveals at 8: settles, stage 1 opens
+	p.run(id, 0, [2]types.Hash{out[0], out[0]}) // commits at 7, reveals at 8, confirms until 9: settles, stage 1 opens
 	opened := eventsOf[EventStageOpened](t, p.events)
-	if want := []EventStageOpened{{Job: id, Stage: 1, Input: out[0], CommitDeadline: 11, RevealDeadline: 14}}; !reflect.DeepEqual(opened, want) {
-		t.Fatalf("after stage 0 settled at 8: opened %+v, want %+v", opened, want)
+	if want := []EventStageOpened{{Job: id, Stage: 1, Input: out[0], CommitDeadline: 12, RevealDeadline: 15}}; !reflect.DeepEqual(opened, want) {
+		t.Fatalf("after stage 0 settled at 9: opened %+v, want %+v", opened, want)
 	}
-	if tk := p.task(id, 1); tk.Status != verifier.TaskExecuting || tk.CommitDeadline != 11 || tk.RevealDeadline != 14 {
-		t.Fatalf("stage 1: %s, deadlines %d/%d; want executing, 11/14", tk.Status, tk.CommitDeadline, tk.RevealDeadline)
+	if tk := p.task(id, 1); tk.Status != verifier.TaskExecuting || tk.CommitDeadline != 12 || tk.RevealDeadline != 15 {
+		t.Fatalf("stage 1: %s, deadlines %d/%d; want executing, 12/15", tk.Status, tk.CommitDeadline, tk.RevealDeadline)
 	}
 	p.refused("commit to stage 2 while stage 1 runs", func(k *Keeper) error {
 		return k.CommitResult(p.stage[2][0], &verifier.MsgCommitResult{Job: id, Stage: 2, Commitment: hashOf("early")})
@@ -218,10 +224,10 @@ func TestPipelineStagesOpenInTurn(t *testing.T) {
 	p.endBlock()
 
 	p.events = nil
-	p.run(id, 1, [2]types.Hash{out[1], out[1]}) // commits at 9, reveals at 10
+	p.run(id, 1, [2]types.Hash{out[1], out[1]}) // commits at 11, reveals at 12, settles at 13
 	opened = eventsOf[EventStageOpened](t, p.events)
-	if want := []EventStageOpened{{Job: id, Stage: 2, Input: out[1], CommitDeadline: 13, RevealDeadline: 16}}; !reflect.DeepEqual(opened, want) {
-		t.Fatalf("after stage 1 settled at 10: opened %+v, want %+v", opened, want)
+	if want := []EventStageOpened{{Job: id, Stage: 2, Input: out[1], CommitDeadline: 16, RevealDeadline: 19}}; !reflect.DeepEqual(opened, want) {
+		t.Fatalf("after stage 1 settled at 13: opened %+v, want %+v", opened, want)
 	}
 	p.endBlock()
 	p.run(id, 2, [2]types.Hash{out[2], out[2]}) // commits at 11, reveals at 12
@@ -272,28 +278,26 @@ func TestPipelineLieAtStage1(t *testing.T) {
 	p.run(id, 0, [2]types.Hash{out[0], out[0]})
 	p.endBlock()
 	p.events = nil
-	p.run(id, 1, [2]types.Hash{out[1], hashOf("a lie")}) // reveals at 10: dispute until 14
+	p.run(id, 1, [2]types.Hash{out[1], hashOf("a lie")}) // reveals at 12: sealed votes until 14, opened until 16
 	disputes := eventsOf[EventDisputeOpened](t, p.events)
-	if len(disputes) != 1 || disputes[0].Stage != 1 || disputes[0].Deadline != 14 {
-		t.Fatalf("dispute events %+v, want stage 1 until 14", disputes)
+	if len(disputes) != 1 || disputes[0].Stage != 1 || disputes[0].SealBy != 14 || disputes[0].Deadline != 16 {
+		t.Fatalf("dispute events %+v, want stage 1 sealed by 14, until 16", disputes)
 	}
 	if tk := p.task(id, 2); tk.Status != verifier.TaskWaiting {
 		t.Fatalf("stage 2 is %s during stage 1's dispute, want waiting", tk.Status)
 	}
-	p.advanceTo(13) // stage 1's reveal window is over: stage 2 still waits on the vote
+	p.advanceTo(14) // stage 1's reveal window is over: stage 2 still waits on the vote
 	p.refused("commit to stage 2 during the dispute", func(k *Keeper) error {
 		return k.CommitResult(p.stage[2][1], &verifier.MsgCommitResult{Job: id, Stage: 2, Commitment: hashOf("on the lie")})
 	}, types.ErrWrongPhase, "job 1 stage 2 opens when stage 1 settles")
 	p.events = nil
-	p.must("vote", func(k *Keeper) error {
-		return k.VoteDispute(p.val, &verifier.MsgVoteDispute{Job: id, Stage: 1, Result: out[1]})
-	})
+	p.vote(id, 1, out[1], p.val)
 	settled := eventsOf[EventTaskSettled](t, p.events)
 	if len(settled) != 1 || settled[0].Outcome != "verdict" || settled[0].Result != out[1] || !settled[0].Paid.Eq(types.OGPU(2)) || !settled[0].Refund.Eq(types.OGPU(2)) {
 		t.Fatalf("settled %+v, want stage 1 on the verdict: 2 oGPU paid, 2 refunded", settled)
 	}
 	opened := eventsOf[EventStageOpened](t, p.events)
-	if want := []EventStageOpened{{Job: id, Stage: 2, Input: out[1], CommitDeadline: 16, RevealDeadline: 19}}; !reflect.DeepEqual(opened, want) {
+	if want := []EventStageOpened{{Job: id, Stage: 2, Input: out[1], CommitDeadline: 17, RevealDeadline: 20}}; !reflect.DeepEqual(opened, want) {
 		t.Fatalf("opened %+v, want %+v", opened, want)
 	}
 	if prov, _ := GetProvider(p.tree, liar); !prov.Tombstoned {
@@ -383,14 +387,15 @@ func TestPipelineNoShowAtOpenedStage(t *testing.T) {
 	p := newPipeNet(t)
 	id := p.award()
 	out := [3]types.Hash{hashOf("stage 0 out"), hashOf("stage 1 out"), hashOf("stage 2 out")}
-	p.run(id, 0, [2]types.Hash{out[0], out[0]}) // stage 1 opens at 8: commits until 11
+	p.run(id, 0, [2]types.Hash{out[0], out[0]}) // stage 1 opens at the end of 9: commits until 12
+	p.endBlock()
 	absent := p.stage[1][1]
 	stake := p.esc().Bonded(absent)
 	p.commitResult(p.stage[1][0], id, 1, out[1])
 	p.events = nil
-	p.advanceTo(12)
+	p.advanceTo(13)
 	moved := eventsOf[EventSlotReassigned](t, p.events)
-	if want := []EventSlotReassigned{{Job: id, Stage: 1, From: absent, To: p.backup, CommitDeadline: 14, RevealDeadline: 17}}; !reflect.DeepEqual(moved, want) {
+	if want := []EventSlotReassigned{{Job: id, Stage: 1, From: absent, To: p.backup, CommitDeadline: 15, RevealDeadline: 18}}; !reflect.DeepEqual(moved, want) {
 		t.Fatalf("reassigned %+v, want %+v", moved, want)
 	}
 	if got, want := p.esc().Bonded(absent), new(uint256.Int).Sub(stake, escrow.MulBps(stake, p.params.Market.NoShowSlashBps)); !got.Eq(want) {
@@ -401,8 +406,10 @@ func TestPipelineNoShowAtOpenedStage(t *testing.T) {
 	p.events = nil
 	p.revealResult(p.stage[1][0], id, 1, out[1])
 	p.revealResult(p.backup, id, 1, out[1])
-	if opened := eventsOf[EventStageOpened](t, p.events); len(opened) != 1 || opened[0].Stage != 2 || opened[0].Input != out[1] || opened[0].CommitDeadline != 16 {
-		t.Fatalf("opened %+v, want stage 2 on stage 1's result, commits until 16", opened)
+	p.endBlock()
+	p.endBlock() // the canary window
+	if opened := eventsOf[EventStageOpened](t, p.events); len(opened) != 1 || opened[0].Stage != 2 || opened[0].Input != out[1] || opened[0].CommitDeadline != 18 {
+		t.Fatalf("opened %+v, want stage 2 on stage 1's result, commits until 18", opened)
 	}
 	p.endBlock()
 	p.run(id, 2, [2]types.Hash{out[2], out[2]})
@@ -426,17 +433,17 @@ func TestPipelineReassignLeavesRoomForLaterStages(t *testing.T) {
 	out := [3]types.Hash{hashOf("stage 0 out"), hashOf("stage 1 out"), hashOf("stage 2 out")}
 	p.commitResult(stay, id, 0, out[0])
 	client0 := p.balance(client)
-	// Expiry 42, later stages need 2 × (3 + 3 + 4) = 20: a reassignment at
-	// height h needs h + 6 + 20 <= 42. At 9, 12 and 15 it fits (the new
-	// provider never commits either); at 18 it does not.
+	// Expiry 46, later stages need 2 × (3 + 3 + 4) = 20: a reassignment at
+	// height h needs h + 6 + 20 <= 46. At 9, 12, 15 and 18 it fits (the new
+	// provider never commits either); at 21 it does not.
 	p.events = nil
-	p.advanceTo(19)
+	p.advanceTo(22)
 	moved := eventsOf[EventSlotReassigned](t, p.events)
-	if len(moved) != 3 || moved[2].CommitDeadline != 18 {
-		t.Fatalf("reassigned %+v, want 3 times, the last committing until 18", moved)
+	if len(moved) != 4 || moved[3].CommitDeadline != 21 {
+		t.Fatalf("reassigned %+v, want 4 times, the last committing until 21", moved)
 	}
-	if n := len(eventsOf[EventNoShow](t, p.events)); n != 4 {
-		t.Errorf("%d no-shows, want 4", n)
+	if n := len(eventsOf[EventNoShow](t, p.events)); n != 5 {
+		t.Errorf("%d no-shows, want 5", n)
 	}
 	// The unfilled slot's price went back to the client, with the no-show
 	// compensations.
@@ -447,6 +454,8 @@ func TestPipelineReassignLeavesRoomForLaterStages(t *testing.T) {
 	}
 	p.events = nil
 	p.revealResult(stay, id, 0, out[0])
+	p.endBlock()
+	p.endBlock() // the canary window
 	opened := eventsOf[EventStageOpened](t, p.events)
 	if len(opened) != 1 || opened[0].Stage != 1 || opened[0].Input != out[0] {
 		t.Fatalf("opened %+v, want stage 1 on stage 0's result", opened)
@@ -536,24 +545,25 @@ func TestPipelineLifetime(t *testing.T) {
 	}
 	m := pipelineJob()
 	m.Stages, m.Windows = 40, Windows{Bid: 10, Reveal: 10, Execute: 10, Verify: 10}
-	// 10 + 10 + 40 × (10 + 10 + 4) + (10 + 10) = 1000: fits exactly.
+	// 10 + 10 + 40 × (10 + 10 + 4) + (10 + 10 + 4) = 1004: 39 stages fit.
+	m.Stages = 39
 	id := p.post(client, m)
-	if j := p.job(id); j.Expiry != j.Posted+1000 {
-		t.Errorf("expiry %d, want posted + 1000", j.Expiry)
+	if j := p.job(id); j.Expiry != j.Posted+980 {
+		t.Errorf("expiry %d, want posted + 980", j.Expiry)
 	}
-	m.Stages = 41
+	m.Stages = 40
 	p.refused("one stage too many", post(m), types.ErrInvalidMsg,
-		"a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + 4 dispute blocks) + (execute + verify) must be at most 1000 blocks, this job needs 1024")
+		"a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + 4 dispute blocks) + (execute + verify + dispute) must be at most 1000 blocks, this job needs 1004")
 	m.Kind = KindInference
 	id = p.post(client, m)
-	if j := p.job(id); j.Expiry != j.Posted+60 {
-		t.Errorf("inference expiry %d, want posted + 60 (bid + reveal + 2 × (execute + verify))", j.Expiry)
+	if j := p.job(id); j.Expiry != j.Posted+64 {
+		t.Errorf("inference expiry %d, want posted + 64 (bid + reveal + 2 × (execute + verify) + dispute)", j.Expiry)
 	}
 	huge := pipelineJob()
 	huge.Windows.Execute = 1 << 63
 	p.refused("windows that would overflow", post(huge), types.ErrInvalidMsg, "this job needs more: one window alone is longer than 1000 blocks")
 	huge.Kind = KindInference
-	p.refused("inference windows that overflow", post(huge), types.ErrInvalidMsg, "bid + reveal + 2 × (execute + verify) must be at most 1000 blocks")
+	p.refused("inference windows that overflow", post(huge), types.ErrInvalidMsg, "bid + reveal + 2 × (execute + verify) + 4 dispute blocks must be at most 1000 blocks")
 }
 
 // TestStageInvariant: the invariant fails on a waiting stage holding a

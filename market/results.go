@@ -28,6 +28,9 @@ func (k *Keeper) CommitResult(from types.Address, m *verifier.MsgCommitResult) e
 		return err
 	}
 	k.emit(EventResultCommitted{Job: m.Job, Stage: m.Stage, Provider: from, RevealsOpen: t.AllCommitted()})
+	if allAnswered(t) {
+		k.openVote(j, m.Stage, t, verifier.TaskInputCheck, nil)
+	}
 	return nil
 }
 
@@ -50,8 +53,72 @@ func (k *Keeper) RevealResult(from types.Address, m *verifier.MsgRevealResult) e
 	return nil
 }
 
-// RevealCanary opens a canary job's known answer. Like a result reveal it
-// waits until every assigned provider has committed.
+// ReportInput records an assigned provider's report that it could not get
+// or use its task's input. A reported slot is not a no-show: once every
+// live slot has committed or reported (or at the commit deadline), the
+// validators check the input (TaskInputCheck). A slot whose report was
+// already checked (the input was found available) cannot report again.
+func (k *Keeper) ReportInput(from types.Address, m *verifier.MsgReportInput) error {
+	j, err := k.job(m.Job)
+	if err != nil {
+		return err
+	}
+	if err := k.checkStage(j, m.Stage); err != nil {
+		return err
+	}
+	t, ok := k.ver.GetTask(j.ID, m.Stage)
+	if !ok {
+		return types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", j.ID, m.Stage)
+	}
+	i := t.SlotOf(from)
+	switch {
+	case t.Status != verifier.TaskExecuting:
+		return types.ErrWrongPhase.Wrapf("job %d stage %d is %s: input reports are taken while it executes", j.ID, m.Stage, t.Status)
+	case i < 0:
+		return types.ErrUnauthorized.Wrapf("%s is not assigned to job %d stage %d", from, j.ID, m.Stage)
+	case t.Slots[i].Committed:
+		return types.ErrWrongPhase.Wrapf("%s already committed a result for job %d stage %d", from, j.ID, m.Stage)
+	case t.Slots[i].InputReport != 0:
+		return types.ErrDuplicate.Wrapf("%s already reported the input of job %d stage %d", from, j.ID, m.Stage)
+	case t.Slots[i].Checked:
+		return types.ErrWrongPhase.Wrapf("the validators found the input of job %d stage %d available and serve it: fetch it from them and commit a result", j.ID, m.Stage)
+	case k.ctx.Height > t.CommitDeadline:
+		return types.ErrWrongPhase.Wrapf("the commit window of job %d stage %d closed at height %d (now %d)", j.ID, m.Stage, t.CommitDeadline, k.ctx.Height)
+	}
+	t.Slots[i].InputReport = m.Reason
+	k.ver.SetTask(j.ID, m.Stage, t)
+	k.emit(EventInputReported{Job: j.ID, Stage: m.Stage, Provider: from, Reason: verifier.InputReasonName(m.Reason)})
+	if allAnswered(t) {
+		k.openVote(j, m.Stage, t, verifier.TaskInputCheck, nil)
+	}
+	return nil
+}
+
+// allAnswered reports whether every live slot has committed or reported,
+// at least one having reported: the input check need not wait for the
+// commit deadline.
+func allAnswered(t *verifier.Task) bool {
+	reported := false
+	for i := range t.Slots {
+		s := &t.Slots[i]
+		if !s.Live() {
+			continue
+		}
+		if !s.Committed && s.InputReport == 0 {
+			return false
+		}
+		reported = reported || s.InputReport != 0
+	}
+	return reported
+}
+
+// RevealCanary shows that a job is the sender's canary and claims its known
+// answer for a stage whose providers all revealed. The claim is one more
+// result: equal to the agreed one, the task settles at once; different,
+// the validators vote (a dispute), and a claim the vote rejects costs the
+// poster fraud_slash_bps of its stake and a jail term. Only an active
+// validator (bonded, unjailed, with power) can make the claim, and slash
+// compensation of a canary job is burned.
 func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) error {
 	j, err := k.job(m.Job)
 	if err != nil {
@@ -62,32 +129,124 @@ func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) e
 	}
 	t, ok := k.ver.GetTask(j.ID, m.Stage)
 	switch {
-	case j.Canary == (types.Hash{}):
-		return types.ErrInvalidMsg.Wrapf("job %d is not a canary", j.ID)
-	case j.Client != from:
-		return types.ErrUnauthorized.Wrapf("only the poster of canary job %d may reveal its answer", j.ID)
-	case j.CanaryRevealed:
-		return types.ErrDuplicate.Wrapf("the canary answer of job %d is already revealed", j.ID)
-	case !ok || (t.Status != verifier.TaskExecuting && t.Status != verifier.TaskDisputed):
-		return types.ErrWrongPhase.Wrapf("job %d stage %d is not executing", j.ID, m.Stage)
-	case !t.AllCommitted() && k.ctx.Height <= t.CommitDeadline:
-		return types.ErrWrongPhase.Wrapf("reveal the canary answer after every provider has committed or after height %d", t.CommitDeadline)
-	case verifier.ResultCommitment(m.Result, m.Salt, from) != j.Canary:
-		return types.ErrCommitMismatch.Wrapf("hash(answer, salt, %s) is not job %d's canary commitment", from, j.ID)
+	case len(m.StageHashes) != int(j.Stages):
+		return types.ErrInvalidMsg.Wrapf("job %d has %d stages, the reveal gives %d stage hashes", j.ID, j.Stages, len(m.StageHashes))
+	case verifier.CanarySeal(from, m.StageHashes) != j.Seal:
+		return types.ErrCommitMismatch.Wrapf("hash(%s, stage hashes) is not job %d's seal: it is not your canary", from, j.ID)
+	case verifier.CanaryStageHash(m.Answer, m.Salt) != m.StageHashes[m.Stage]:
+		return types.ErrCommitMismatch.Wrapf("hash(answer %x, salt) is not stage %d's hash in the canary", m.Answer, m.Stage)
 	}
-	j.CanaryRevealed, j.CanaryAnswer = true, m.Result
+	if _, active := k.activeValidator(from); !active {
+		return types.ErrUnauthorized.Wrapf("%s is not an active validator (bonded at least the minimum, not jailed, with power): only those may claim a canary answer", from)
+	}
+	switch {
+	case !ok:
+		return types.ErrWrongPhase.Wrapf("job %d stage %d has no task: it was not awarded", j.ID, m.Stage)
+	case t.CanaryBy != (types.Address{}):
+		return types.ErrDuplicate.Wrapf("the canary answer of job %d stage %d is already claimed", j.ID, m.Stage)
+	case t.Status == verifier.TaskConfirming && k.ctx.Height <= t.ConfirmBy:
+	case t.Status == verifier.TaskDisputed && k.ctx.Height <= t.VoteCommitEnd:
+	default:
+		return types.ErrWrongPhase.Wrapf("job %d stage %d is %s: a canary answer is claimed after every provider revealed (while the task confirms, until height %d) or while its dispute takes sealed votes", j.ID, m.Stage, t.Status, t.ConfirmBy)
+	}
+	t.Canary, t.CanaryBy = m.Answer, from
+	j.CanaryBy = from
 	k.setJob(j)
-	k.emit(EventCanaryRevealed{Job: j.ID, Answer: m.Result})
+	k.emit(EventCanaryRevealed{Job: j.ID, Stage: m.Stage, Validator: from, Answer: m.Answer})
 	if t.Status == verifier.TaskDisputed {
-		k.settle(j, m.Stage, t, "canary", m.Result)
+		k.ver.SetTask(j.ID, m.Stage, t)
 		return nil
 	}
-	k.evaluate(j, m.Stage, t, false)
+	agreed := t.Revealed()[0]
+	if agreed == m.Answer {
+		k.settle(j, m.Stage, t, "agreed", agreed)
+		return nil
+	}
+	k.openVote(j, m.Stage, t, verifier.TaskDisputed, []types.Hash{agreed, m.Answer})
 	return nil
 }
 
-// VoteDispute records a validator's vote; once more than 2/3 of voting
-// power agrees on a hash, the task settles on it.
+// activeValidator returns operator's power if it is an active validator:
+// a record, not jailed or tombstoned, stake at least the minimum, and power
+// reported to CometBFT. Records below that have no validator privilege.
+func (k *Keeper) activeValidator(op types.Address) (int64, bool) {
+	v, ok := k.esc.GetValidator(op)
+	if !ok || v.Jailed || v.Tombstoned || k.esc.Power(k.sp, op, v) == 0 {
+		return 0, false
+	}
+	p := k.esc.ReportedPower(v.PubKey)
+	return p, p > 0
+}
+
+// activeValidators lists the active validators in operator order, with
+// their power (at most max_validators entries).
+func (k *Keeper) activeValidators() (ops []types.Address, powers []int64, total int64) {
+	var all []types.Address
+	k.esc.IterateValidators(func(op types.Address, _ *escrow.Validator) bool { all = append(all, op); return false })
+	for _, op := range all {
+		if p, ok := k.activeValidator(op); ok {
+			ops, powers = append(ops, op), append(powers, p)
+			total += p
+		}
+	}
+	return ops, powers, total
+}
+
+// openVote puts a task to the validators: a dispute over the revealed
+// results (and a canary claim), or an input check. Sealed votes are taken
+// for the first half of dispute_blocks, opened until its end.
+func (k *Keeper) openVote(j *Job, stage uint16, t *verifier.Task, status verifier.TaskStatus, results []types.Hash) {
+	t.Status = status
+	t.VoteCommitEnd = k.ctx.Height + max(1, k.p.DisputeBlocks/2)
+	t.DisputeDeadline = k.ctx.Height + k.p.DisputeBlocks
+	k.ver.SetTask(j.ID, stage, t)
+	k.schedule(t.DisputeDeadline, j.ID, stage, deadlineDispute)
+	if status == verifier.TaskInputCheck {
+		var reporters []string
+		for i := range t.Slots {
+			if t.Slots[i].Live() && t.Slots[i].InputReport != 0 {
+				reporters = append(reporters, t.Slots[i].Provider.Hex())
+			}
+		}
+		k.emit(EventInputCheckOpened{Job: j.ID, Stage: stage, Reporters: reporters, SealBy: t.VoteCommitEnd, Deadline: t.DisputeDeadline})
+		return
+	}
+	names := make([]string, len(results))
+	for i, r := range results {
+		names[i] = r.Hex()
+	}
+	k.emit(EventDisputeOpened{Job: j.ID, Stage: stage, Results: names, SealBy: t.VoteCommitEnd, Deadline: t.DisputeDeadline})
+}
+
+// CommitVote seals an active validator's vote on a dispute or input check.
+func (k *Keeper) CommitVote(from types.Address, m *verifier.MsgCommitVote) error {
+	j, err := k.job(m.Job)
+	if err != nil {
+		return err
+	}
+	if err := k.checkStage(j, m.Stage); err != nil {
+		return err
+	}
+	if _, ok := k.activeValidator(from); !ok {
+		return types.ErrUnauthorized.Wrapf("%s is not an active validator: only active validators vote", from)
+	}
+	t, ok := k.ver.GetTask(j.ID, m.Stage)
+	switch {
+	case !ok || !t.Status.Voting():
+		return types.ErrWrongPhase.Wrapf("job %d stage %d is not in dispute or input check", j.ID, m.Stage)
+	case k.ctx.Height > t.VoteCommitEnd:
+		return types.ErrWrongPhase.Wrapf("sealed votes on job %d stage %d closed at height %d (now %d)", j.ID, m.Stage, t.VoteCommitEnd, k.ctx.Height)
+	}
+	if err := k.ver.SealVote(j.ID, m.Stage, from, m.Commitment); err != nil {
+		return err
+	}
+	k.emit(EventVoteSealed{Job: j.ID, Stage: m.Stage, Validator: from})
+	return nil
+}
+
+// VoteDispute opens a validator's sealed vote, once every active validator
+// has sealed or the sealing phase is over. When every sealed vote is open
+// the vote ends at once; otherwise at the dispute deadline.
 func (k *Keeper) VoteDispute(from types.Address, m *verifier.MsgVoteDispute) error {
 	j, err := k.job(m.Job)
 	if err != nil {
@@ -96,51 +255,174 @@ func (k *Keeper) VoteDispute(from types.Address, m *verifier.MsgVoteDispute) err
 	if err := k.checkStage(j, m.Stage); err != nil {
 		return err
 	}
-	v, ok := k.esc.GetValidator(from)
-	if !ok {
-		return types.ErrUnauthorized.Wrapf("%s operates no validator: only validators vote on disputes", from)
-	}
-	power := k.esc.ReportedPower(v.PubKey)
-	if power == 0 {
-		return types.ErrUnauthorized.Wrapf("validator %s has no voting power", v.Name)
-	}
 	t, ok := k.ver.GetTask(j.ID, m.Stage)
-	if !ok || t.Status != verifier.TaskDisputed {
-		return types.ErrWrongPhase.Wrapf("job %d stage %d is not in dispute", j.ID, m.Stage)
-	}
-	if k.ctx.Height > t.DisputeDeadline {
+	switch {
+	case !ok || !t.Status.Voting():
+		return types.ErrWrongPhase.Wrapf("job %d stage %d is not in dispute or input check", j.ID, m.Stage)
+	case k.ctx.Height > t.DisputeDeadline:
 		return types.ErrWrongPhase.Wrapf("voting on job %d stage %d closed at height %d", j.ID, m.Stage, t.DisputeDeadline)
+	case k.ctx.Height <= t.VoteCommitEnd && !k.allSealed(j.ID, m.Stage):
+		return types.ErrWrongPhase.Wrapf("votes on job %d stage %d are opened once every active validator has sealed one or after height %d", j.ID, m.Stage, t.VoteCommitEnd)
 	}
-	if err := k.ver.RecordVote(j.ID, m.Stage, from, m.Result); err != nil {
+	if err := k.ver.OpenVote(j.ID, m.Stage, from, m.Result, m.Salt); err != nil {
 		return err
 	}
+	power, _ := k.activeValidator(from)
 	k.emit(EventDisputeVoted{Job: j.ID, Stage: m.Stage, Validator: from, Result: m.Result, Power: uint64(power)})
-	if verdict, ok := k.ver.Tally(j.ID, m.Stage, k.votingPower, k.totalPower()); ok {
-		k.settle(j, m.Stage, t, "verdict", verdict)
+	if k.allOpened(j.ID, m.Stage) {
+		k.endVote(j, m.Stage, t)
 	}
 	return nil
 }
 
-func (k *Keeper) votingPower(op types.Address) int64 {
-	v, ok := k.esc.GetValidator(op)
-	if !ok {
-		return 0
+func (k *Keeper) allSealed(job uint64, stage uint16) bool {
+	ops, _, _ := k.activeValidators()
+	for _, op := range ops {
+		if !k.ver.VoteSealed(job, stage, op) {
+			return false
+		}
 	}
-	return k.esc.ReportedPower(v.PubKey)
+	return true
 }
 
-func (k *Keeper) totalPower() int64 {
-	var total int64
-	k.esc.IterateValidators(func(_ types.Address, v *escrow.Validator) bool {
-		total += k.esc.ReportedPower(v.PubKey)
-		return false
-	})
-	return total
+// allOpened: every active validator sealed a vote and opened it.
+func (k *Keeper) allOpened(job uint64, stage uint16) bool {
+	ops, _, _ := k.activeValidators()
+	votes := k.ver.Votes(job, stage)
+	for _, op := range ops {
+		if !hasVote(votes, op) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasVote(votes []verifier.Vote, op types.Address) bool {
+	_, ok := voteOf(votes, op)
+	return ok
+}
+
+func voteOf(votes []verifier.Vote, op types.Address) (types.Hash, bool) {
+	for _, v := range votes {
+		if v.Validator == op {
+			return v.Result, true
+		}
+	}
+	return types.Hash{}, false
+}
+
+// endVote decides a vote: the hash more than 2/3 of the active power
+// opened, if any. Active validators that opened no vote, or voted against
+// a decided outcome (Abstain aside), are slashed vote_slash_bps; those that
+// voted with it share the stage's validator fee by power. Then a dispute
+// settles on the verdict (or "unresolved"), and an input check reopens the
+// task (input available: the validators serve it), settles "bad_input"
+// (the client pays the reservations) or "no_input" (undecided).
+func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
+	ops, powers, total := k.activeValidators()
+	votes := k.ver.Votes(j.ID, stage)
+	power := func(op types.Address) int64 {
+		for i, o := range ops {
+			if o == op {
+				return powers[i]
+			}
+		}
+		return 0
+	}
+	verdict, decided := k.ver.Tally(j.ID, stage, power, total)
+	if decided && t.Status == verifier.TaskInputCheck && verdict != verifier.InputAvailable && verdict != verifier.InputBad {
+		decided = false // an input check has two answers
+	}
+	var with []types.Address
+	var withPower []int64
+	var withTotal int64
+	for i, op := range ops {
+		v, voted := voteOf(votes, op)
+		switch {
+		case !voted:
+			k.slashValidator(j, stage, op, k.p.VoteSlashBps, "missed the vote on job "+strconv.FormatUint(j.ID, 10))
+		case decided && v == verdict:
+			with, withPower, withTotal = append(with, op), append(withPower, powers[i]), withTotal+powers[i]
+		case decided && v != verifier.Abstain:
+			k.slashValidator(j, stage, op, k.p.VoteSlashBps, "voted against the outcome of job "+strconv.FormatUint(j.ID, 10))
+		}
+	}
+	k.ver.ClearVotes(j.ID, stage)
+	if decided {
+		k.payVoters(j, stage, t, with, withPower, withTotal)
+	}
+	if t.Status == verifier.TaskDisputed {
+		if decided {
+			k.settle(j, stage, t, "verdict", verdict)
+		} else {
+			k.settle(j, stage, t, "unresolved", types.Hash{})
+		}
+		return
+	}
+	switch {
+	case decided && verdict == verifier.InputAvailable:
+		k.reopen(j, stage, t)
+	case decided:
+		k.settle(j, stage, t, "bad_input", verdict)
+	default:
+		k.settle(j, stage, t, "no_input", types.Hash{})
+	}
+}
+
+// payVoters pays the stage's share of the validator fee to the validators
+// that voted with the outcome, by power; the rounding remainder goes to the
+// fee pool. A stage pays its share once.
+func (k *Keeper) payVoters(j *Job, stage uint16, t *verifier.Task, ops []types.Address, powers []int64, total int64) {
+	if t.FeePaid {
+		return
+	}
+	share := j.stageFee()
+	paid := new(uint256.Int)
+	for i, op := range ops {
+		amt := new(uint256.Int).Mul(share, uint256.NewInt(uint64(powers[i])))
+		amt.Div(amt, uint256.NewInt(uint64(total)))
+		k.esc.Release(j.ID, op, amt)
+		paid.Add(paid, amt)
+	}
+	k.esc.ReleaseToFeePool(j.ID, new(uint256.Int).Sub(share, paid))
+	t.FeePaid = true
+	j.FeeSpent = new(uint256.Int).Add(j.feeSpent(), share)
+	k.setJob(j)
+	k.emit(EventVotersPaid{Job: j.ID, Stage: stage, Amount: paid, Voters: uint64(len(ops))})
+}
+
+// reopen gives the reporters of an input the validators found available a
+// fresh execute and verify window (the validators serve the input), if it
+// fits before the job's expiry (as for a backup); else the task settles
+// "no_input" with nobody slashed.
+func (k *Keeper) reopen(j *Job, stage uint16, t *verifier.Task) {
+	ev := j.Windows.Execute + j.Windows.Verify
+	var later uint64
+	if j.Kind == KindPipeline {
+		later = uint64(j.Stages-1-stage) * (ev + k.p.DisputeBlocks)
+	}
+	if k.ctx.Height+ev+later > j.Expiry {
+		k.settle(j, stage, t, "no_input", types.Hash{})
+		return
+	}
+	for i := range t.Slots {
+		if t.Slots[i].InputReport != 0 {
+			t.Slots[i].InputReport, t.Slots[i].Checked = 0, true
+		}
+	}
+	t.Status = verifier.TaskExecuting
+	t.CommitDeadline = k.ctx.Height + j.Windows.Execute
+	t.RevealDeadline = t.CommitDeadline + j.Windows.Verify
+	t.VoteCommitEnd, t.DisputeDeadline = 0, 0
+	k.ver.SetTask(j.ID, stage, t)
+	k.schedule(t.CommitDeadline, j.ID, stage, deadlineCommit)
+	k.schedule(t.RevealDeadline, j.ID, stage, deadlineReveal)
+	k.emit(EventInputAvailable{Job: j.ID, Stage: stage, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
 }
 
 // evaluate decides a task whose reveals are all in (or whose reveal window
-// has closed, atDeadline): settle on agreement, open a dispute on
-// disagreement, wait for a canary's answer.
+// has closed, atDeadline): agreement waits canary_blocks (TaskConfirming),
+// disagreement opens a dispute, no result settles "no_results".
 func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline bool) {
 	if t.Status != verifier.TaskExecuting {
 		return
@@ -159,56 +441,57 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 		}
 		k.setJob(j)
 	}
-	if j.Canary != (types.Hash{}) {
-		if j.CanaryRevealed {
-			k.settle(j, stage, t, "canary", j.CanaryAnswer)
-			return
-		}
-		if !atDeadline {
-			k.ver.SetTask(j.ID, stage, t)
-			return // the poster reveals the answer before the deadline
-		}
-	}
 	results := t.Revealed()
 	switch len(results) {
 	case 0:
 		k.settle(j, stage, t, "no_results", types.Hash{})
 	case 1:
-		k.settle(j, stage, t, "agreed", results[0])
-	default:
-		t.Status = verifier.TaskDisputed
-		t.DisputeDeadline = k.ctx.Height + k.p.DisputeBlocks
+		t.Status = verifier.TaskConfirming
+		t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
 		k.ver.SetTask(j.ID, stage, t)
-		k.schedule(t.DisputeDeadline, j.ID, stage, deadlineDispute)
-		names := make([]string, len(results))
-		for i, r := range results {
-			names[i] = r.Hex()
-		}
-		k.emit(EventDisputeOpened{Job: j.ID, Stage: stage, Results: names, Deadline: t.DisputeDeadline})
+		k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
+	default:
+		k.openVote(j, stage, t, verifier.TaskDisputed, results)
 	}
 }
 
-// noShow marks slot i dead: a light slash, jail, reputation.
+// noShow marks slot i dead: a light slash (burned: nobody is paid for
+// another's missed deadline), jail, reputation.
 func (k *Keeper) noShow(j *Job, stage uint16, t *verifier.Task, i int, missed string) {
 	s := &t.Slots[i]
 	s.NoShow = true
 	k.emit(EventNoShow{Job: j.ID, Stage: stage, Provider: s.Provider, Missed: missed})
-	k.slash(j, stage, s.Provider, k.p.NoShowSlashBps, "no-show")
+	k.slash(j, stage, s.Provider, k.p.NoShowSlashBps, "no-show", false)
 	k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, false, "missed the "+missed+" deadline of job "+strconv.FormatUint(j.ID, 10))
 	k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.NoShows++ })
 }
 
-func (k *Keeper) slash(j *Job, stage uint16, addr types.Address, bps uint64, reason string) {
-	res := k.esc.Slash(addr, bps, j.Client, k.p.CompensationBps)
+// slash takes bps of a provider's stake. With compensate, compensation_bps
+// of it goes to the job's client, unless the job is a canary (its poster
+// is never paid for the slashes it brings about); the rest is burned.
+func (k *Keeper) slash(j *Job, stage uint16, addr types.Address, bps uint64, reason string, compensate bool) {
+	to := j.Client
+	if !compensate || j.CanaryBy != (types.Address{}) {
+		to = types.Address{}
+	}
+	res := k.esc.Slash(addr, bps, to, k.p.CompensationBps)
 	j.Compensated.Add(j.Compensated, res.Compensation)
 	k.emit(EventSlashed{Account: addr, Job: j.ID, Stage: stage, Amount: res.Slashed, Compensation: res.Compensation, Burned: res.Burned, Reason: reason})
 }
 
+// slashValidator burns bps of a validator's stake and, for a false canary
+// claim, jails it.
+func (k *Keeper) slashValidator(j *Job, stage uint16, op types.Address, bps uint64, reason string) {
+	res := k.esc.Slash(op, bps, types.Address{}, 0)
+	k.emit(EventSlashed{Account: op, Job: j.ID, Stage: stage, Amount: res.Slashed, Compensation: res.Compensation, Burned: res.Burned, Reason: reason})
+}
+
 // commitDeadline handles the end of a task's commit window: providers that
-// did not commit are no-shows; each slot goes to the next eligible backup
-// bid if a fresh execute and verify window still fits before the job's
-// expiry (for a pipeline stage: with the worst case of every later stage
-// after it), else its payment is refunded to the client.
+// did not commit or report their input are no-shows; each such slot goes
+// to the next eligible backup bid if a fresh execute and verify window
+// still fits before the job's expiry (for a pipeline stage: with the worst
+// case of every later stage after it), else its payment is refunded to
+// the client. If a provider reported its input, the validators check it.
 func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	if t.Status != verifier.TaskExecuting || t.CommitDeadline != k.ctx.Height {
 		return
@@ -220,10 +503,14 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 		later = uint64(j.Stages-1-stage) * (ev + k.p.DisputeBlocks)
 	}
 	reassignable := k.ctx.Height+ev+later <= j.Expiry
-	var reassigned bool
+	var reassigned, reported bool
 	n := len(t.Slots)
 	for i := 0; i < n; i++ {
 		if !t.Slots[i].Live() || t.Slots[i].Committed {
+			continue
+		}
+		if t.Slots[i].InputReport != 0 {
+			reported = true
 			continue
 		}
 		from := t.Slots[i].Provider
@@ -255,7 +542,10 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	}
 	k.ver.SetTask(j.ID, stage, t)
 	k.setJob(j)
-	if live := liveSlots(t); live == 0 {
+	switch {
+	case reported:
+		k.openVote(j, stage, t, verifier.TaskInputCheck, nil)
+	case liveSlots(t) == 0:
 		k.settle(j, stage, t, "no_results", types.Hash{})
 	}
 }
@@ -270,29 +560,42 @@ func liveSlots(t *verifier.Task) int {
 	return n
 }
 
-// settle closes a task on a verdict: live revealed slots matching it are
-// paid the clearing price and gain reputation; those that differ are fraud
-// (slashed, tombstoned); unpaid slots are refunded to the client. The
-// "unresolved", "no_results" and "no_input" outcomes pay nobody and refund
-// every live slot. A pipeline then moves on to its next stage (advance).
+// settle closes a task on an outcome:
+//
+//   - "agreed" or "verdict": live revealed slots matching the result are
+//     paid the clearing price and gain reputation; those that differ are
+//     fraud (slashed, tombstoned); a canary claim the verdict rejects costs
+//     its validator fraud_slash_bps and a jail term;
+//   - "bad_input": the validators found the client's input missing or not
+//     what the job declares: every live slot is paid its price, the
+//     reservation the client wasted (for a pipeline stage after the first,
+//     whose input is not the client's, it is refunded instead);
+//   - "unresolved", "no_results" and "no_input": nobody is paid, every live
+//     slot is refunded.
+//
+// An agreed stage pays its share of the validator fee to the fee pool (a
+// voted one paid it to its voters). A pipeline then moves on (advance).
 func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, verdict types.Hash) {
 	price := j.Prices[stage]
 	paid, refund := new(uint256.Int), new(uint256.Int)
-	decided := outcome == "agreed" || outcome == "verdict" || outcome == "canary"
+	decided := outcome == "agreed" || outcome == "verdict"
+	reserve := outcome == "bad_input" && (j.Kind != KindPipeline || stage == 0)
 	for i := range t.Slots {
 		s := &t.Slots[i]
 		if !s.Live() {
 			continue // a no-show's payment was refunded or moved to its backup
 		}
 		switch {
-		case decided && s.Revealed && s.Result == verdict:
+		case decided && s.Revealed && s.Result == verdict, reserve:
 			k.esc.Release(j.ID, s.Provider, price)
 			paid.Add(paid, price)
-			k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Agreed++ })
+			if decided {
+				k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Agreed++ })
+			}
 		case decided && s.Revealed:
 			k.esc.Release(j.ID, j.Client, price)
 			refund.Add(refund, price)
-			k.slash(j, stage, s.Provider, k.p.FraudSlashBps, "fraud: "+outcome)
+			k.slash(j, stage, s.Provider, k.p.FraudSlashBps, "fraud: "+outcome, true)
 			k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, "wrong result for job "+strconv.FormatUint(j.ID, 10))
 			k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Lost++ })
 		default:
@@ -302,6 +605,18 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 				k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++ })
 			}
 		}
+	}
+	if outcome == "verdict" && t.CanaryBy != (types.Address{}) && t.Canary != verdict {
+		k.slashValidator(j, stage, t.CanaryBy, k.p.FraudSlashBps, "false canary answer for job "+strconv.FormatUint(j.ID, 10))
+		until := k.ctx.Height + k.sp.ValidatorJailBlocks
+		k.esc.Jail(t.CanaryBy, until, false)
+		k.emit(escrow.EventValidatorJailed{Operator: t.CanaryBy, Until: until, Reason: "false canary answer for job " + strconv.FormatUint(j.ID, 10), Slashed: new(uint256.Int)})
+	}
+	if outcome == "agreed" && !t.FeePaid {
+		share := j.stageFee()
+		k.esc.ReleaseToFeePool(j.ID, share)
+		t.FeePaid = true
+		j.FeeSpent = new(uint256.Int).Add(j.feeSpent(), share)
 	}
 	t.Status = verifier.TaskSettled
 	t.Verdict = verdict
@@ -328,7 +643,6 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 // window, then a verify window. Without one, no later stage has an input:
 // the next settles "no_input" (refunding its slots), which settles the one
 // after it the same way, and so on to the last, which completes the job.
-// The validator fee stays pro rata to the verified stages.
 func (k *Keeper) advance(j *Job, stage uint16, decided bool, verdict types.Hash) {
 	next := stage + 1
 	if next >= j.Stages {
@@ -353,20 +667,17 @@ func (k *Keeper) advance(j *Job, stage uint16, decided bool, verdict types.Hash)
 	k.emit(EventStageOpened{Job: j.ID, Stage: next, Input: verdict, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
 }
 
-// complete pays the validator fee pro rata to the stages settled on a
-// verified result (a job that delivered nothing pays none) and returns what
-// is left of the escrow to the client.
+// complete returns what is left of the escrow to the client: the stages'
+// fee shares were paid as they settled (a stage that delivered nothing
+// pays none).
 func (k *Keeper) complete(j *Job) {
-	fee := new(uint256.Int).Mul(j.ValidatorFee, uint256.NewInt(uint64(j.Verified)))
-	fee.Div(fee, uint256.NewInt(uint64(j.Stages)))
-	k.esc.ReleaseToFeePool(j.ID, fee)
 	j.FeePaid = true
 	rest := k.esc.Locked(j.ID)
 	k.esc.Release(j.ID, j.Client, rest)
 	j.Refunded.Add(j.Refunded, rest)
 	k.setState(j, JobCompleted)
 	k.setJob(j)
-	k.emit(EventJobCompleted{Job: j.ID, Paid: j.Paid, Refunded: j.Refunded, Compensated: j.Compensated, ValidatorFee: fee})
+	k.emit(EventJobCompleted{Job: j.ID, Paid: j.Paid, Refunded: j.Refunded, Compensated: j.Compensated, ValidatorFee: j.feeSpent()})
 }
 
 // ---- end of block ----
@@ -413,8 +724,12 @@ func (k *Keeper) EndBlock() {
 				k.evaluate(j, d.stage, t, true)
 			}
 		case deadlineDispute:
-			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskDisputed && t.DisputeDeadline == k.ctx.Height {
-				k.settle(j, d.stage, t, "unresolved", types.Hash{})
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status.Voting() && t.DisputeDeadline == k.ctx.Height {
+				k.endVote(j, d.stage, t)
+			}
+		case deadlineConfirm:
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskConfirming && t.ConfirmBy == k.ctx.Height {
+				k.settle(j, d.stage, t, "agreed", t.Revealed()[0])
 			}
 		}
 	}
@@ -444,7 +759,7 @@ func EscrowInvariant(r store.KV) error {
 			}
 		default:
 			if !j.FeePaid {
-				want.Add(want, j.ValidatorFee)
+				want.Add(want, new(uint256.Int).Sub(j.ValidatorFee, j.feeSpent()))
 			}
 			for s := uint16(0); s < j.Stages; s++ {
 				t, ok := ver.GetTask(j.ID, s)

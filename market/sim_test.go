@@ -377,14 +377,7 @@ func (s *simRun) act(j *simJob) bool {
 			}
 		case verifier.TaskDisputed:
 			// Validators re-execute the stage and vote the right hash.
-			for _, v := range n.validators {
-				if n.task(j.id, 0).Status != verifier.TaskDisputed {
-					break
-				}
-				n.must("vote", func(k *Keeper) error {
-					return k.VoteDispute(v, &verifier.MsgVoteDispute{Job: j.id, Stage: 0, Result: j.answer})
-				})
-			}
+			n.vote(j.id, 0, j.answer, n.validators...)
 		}
 	}
 	return n.job(j.id).State.Open()

@@ -103,12 +103,11 @@ type Job struct {
 	Req          Requirements
 	Input        types.Hash
 	Windows      Windows
-	// Canary, if set, is ResultCommitment(answer, salt, client): the job
-	// was posted by a validator with a known answer, and a provider
-	// revealing anything else is treated as fraud.
-	Canary         types.Hash
-	CanaryRevealed bool
-	CanaryAnswer   types.Hash
+	// Seal is 32 bytes every job carries: random for a client's job,
+	// verifier.CanarySeal(validator, stage hashes) for a validator's canary.
+	// Nothing tells the two apart until the validator reveals it
+	// (MsgRevealCanary), which it does only to contest a wrong result.
+	Seal types.Hash
 
 	State     JobState
 	Posted    uint64
@@ -132,6 +131,33 @@ type Job struct {
 	// MaxTokens bounds an inference job's generation (0 for other kinds):
 	// providers price by it and verification refuses longer outputs.
 	MaxTokens uint64 `rlp:"optional"`
+	// PromptTokens is the prompt's length in the model's tokens, declared
+	// by the client (inference jobs): providers check PromptTokens +
+	// MaxTokens against their context before bidding, and a longer prompt
+	// is the client's fault (an input report the validators uphold).
+	PromptTokens uint64 `rlp:"optional"`
+	// CanaryBy is the validator that revealed this job as its canary (zero
+	// until then). Slash compensation of a canary is burned, never paid to
+	// its poster.
+	CanaryBy types.Address `rlp:"optional"`
+	// FeeSpent is the part of ValidatorFee already paid out: a stage
+	// settled by agreement pays its share (fee / stages) to the fee pool, a
+	// stage decided by a vote pays it to the validators who voted with the
+	// outcome. What is left returns to the client at completion.
+	FeeSpent *uint256.Int `rlp:"optional"`
+}
+
+// feeSpent is FeeSpent, zero when absent.
+func (j *Job) feeSpent() *uint256.Int {
+	if j.FeeSpent == nil {
+		return new(uint256.Int)
+	}
+	return j.FeeSpent
+}
+
+// stageFee is one stage's share of the validator fee.
+func (j *Job) stageFee() *uint256.Int {
+	return new(uint256.Int).Div(j.ValidatorFee, uint256.NewInt(uint64(j.Stages)))
 }
 
 // MaxPayout is stages × r × max price, what posting locks besides the fee.

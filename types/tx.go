@@ -160,6 +160,8 @@ const (
 	MsgTypeRevealResult MsgType = 15
 	MsgTypeVoteDispute  MsgType = 16
 	MsgTypeRevealCanary MsgType = 17
+	MsgTypeCommitVote   MsgType = 18
+	MsgTypeReportInput  MsgType = 19
 )
 
 // AddressLength is the length of an address in bytes.

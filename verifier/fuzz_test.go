@@ -40,7 +40,7 @@ func fuzzVerifierSeeds() map[string][]byte {
 		"vote":                  enc(2, &MsgVoteDispute{Job: 1, Stage: 2, Result: result}),
 		"vote_empty":            enc(2, &MsgVoteDispute{Job: 1, Stage: 2}),
 		"vote_stage_overflow":   {2, 0xe6, 0x01, 0x83, 0x01, 0x00, 0x00, 0xa0, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66},
-		"canary":                enc(3, &MsgRevealCanary{Job: 9, Result: result, Salt: salt}),
+		"canary":                enc(3, &MsgRevealCanary{Job: 9, Answer: result, Salt: salt, StageHashes: []types.Hash{CanaryStageHash(result, salt)}}),
 		"canary_job_noncanonic": {3, 0xc2, 0x81, 0x05},
 		"empty":                 {},
 		"garbage":               []byte("\x01\xf8\xff not a message"),

@@ -30,6 +30,7 @@ const (
 	prefixTask       byte = 0x30 // 0x30 | job(8) | stage(2) -> rlp(Task)
 	prefixVote       byte = 0x31 // 0x31 | job(8) | stage(2) | validator(20) -> result hash(32)
 	prefixReputation byte = 0x32 // 0x32 | provider(20) -> rlp(Reputation)
+	prefixVoteCommit byte = 0x33 // 0x33 | job(8) | stage(2) | validator(20) -> vote commitment(32)
 )
 
 // TaskKey is the store key of a task.
@@ -48,6 +49,16 @@ func VoteKey(job uint64, stage uint16, validator types.Address) []byte {
 	return append(votePrefix(job, stage), validator.Bytes()...)
 }
 
+func voteCommitPrefix(job uint64, stage uint16) []byte {
+	k := append([]byte{prefixVoteCommit}, binary.BigEndian.AppendUint64(nil, job)...)
+	return binary.BigEndian.AppendUint16(k, stage)
+}
+
+// VoteCommitKey is the store key of a validator's sealed vote.
+func VoteCommitKey(job uint64, stage uint16, validator types.Address) []byte {
+	return append(voteCommitPrefix(job, stage), validator.Bytes()...)
+}
+
 // ReputationKey is the store key of a provider's reputation.
 func ReputationKey(provider types.Address) []byte {
 	return append([]byte{prefixReputation}, provider.Bytes()...)
@@ -61,6 +72,55 @@ func ResultCommitment(result, salt types.Hash, provider types.Address) types.Has
 	h.Write(salt[:])
 	h.Write(provider[:])
 	return types.Hash(h.Sum(nil))
+}
+
+// VoteCommitment is sha256("ogpu/vote/v1" | job | stage | result | salt |
+// validator): what a sealed dispute vote commits to. Votes are sealed
+// first and opened after the commit phase, so a lazy validator cannot copy
+// the first vote it sees; the job and stage stop a sealed vote from being
+// replayed into another dispute.
+func VoteCommitment(job uint64, stage uint16, result, salt types.Hash, validator types.Address) types.Hash {
+	h := sha256.New()
+	h.Write([]byte("ogpu/vote/v1"))
+	h.Write(binary.BigEndian.AppendUint64(nil, job))
+	h.Write(binary.BigEndian.AppendUint16(nil, stage))
+	h.Write(result[:])
+	h.Write(salt[:])
+	h.Write(validator[:])
+	return types.Hash(h.Sum(nil))
+}
+
+// The two answers of an input check (a provider reported that it could not
+// get or use a task's input): validators vote InputAvailable when they
+// fetched the input and it is what the job declares, InputBad when they
+// could not fetch it or it is not.
+var (
+	InputAvailable = types.Hash(sha256.Sum256([]byte("ogpu/input/available/v1")))
+	InputBad       = types.Hash(sha256.Sum256([]byte("ogpu/input/bad/v1")))
+	// Abstain is a vote that counts as taking part (no missed-vote slash)
+	// but for no result: for a validator that cannot check a task (its
+	// model or input could not be fetched). It is never paid.
+	Abstain = types.Hash(sha256.Sum256([]byte("ogpu/vote/abstain/v1")))
+)
+
+// Input report reasons: why a provider could not compute a task.
+const (
+	InputUnavailable uint8 = 1 // the input could not be fetched before the commit deadline
+	InputTooLong     uint8 = 2 // longer than the job declares (prompt tokens) or the context allows
+	InputInvalid     uint8 = 3 // not a valid input for the job (a ciphertext or key set that does not parse)
+)
+
+// InputReasonName names a report reason for events and errors.
+func InputReasonName(r uint8) string {
+	switch r {
+	case InputUnavailable:
+		return "unavailable"
+	case InputTooLong:
+		return "too_long"
+	case InputInvalid:
+		return "invalid"
+	}
+	return fmt.Sprintf("reason(%d)", r)
 }
 
 // TaskStatus is where a task is.
@@ -77,7 +137,19 @@ const (
 	// its input is the previous stage's settled result, so it takes no
 	// commitments (and has no deadlines) until that stage settles.
 	TaskWaiting TaskStatus = 4
+	// TaskConfirming: every live slot revealed and they agree; the task
+	// settles on that result at ConfirmBy unless the poster of a canary
+	// contests it with a different known answer (which opens a dispute).
+	// Every agreed task passes through it, so canaries look like any job.
+	TaskConfirming TaskStatus = 5
+	// TaskInputCheck: a provider reported that it could not get or use the
+	// input; validators fetch it and vote InputAvailable or InputBad.
+	TaskInputCheck TaskStatus = 6
 )
+
+// Voting reports whether validators vote on the task (a dispute or an
+// input check).
+func (s TaskStatus) Voting() bool { return s == TaskDisputed || s == TaskInputCheck }
 
 func (s TaskStatus) String() string {
 	switch s {
@@ -89,6 +161,10 @@ func (s TaskStatus) String() string {
 		return "settled"
 	case TaskWaiting:
 		return "waiting"
+	case TaskConfirming:
+		return "confirming"
+	case TaskInputCheck:
+		return "input_check"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
@@ -104,6 +180,13 @@ type Slot struct {
 	// NoShow: the provider missed its commit or reveal deadline; the slot
 	// is dead (a reassigned replacement gets a new slot).
 	NoShow bool
+	// InputReport is why the provider reported that it could not get or
+	// use the task's input (0: no report). A reported slot is not a
+	// no-show; validators check the report (TaskInputCheck).
+	InputReport uint8 `rlp:"optional"`
+	// Checked: the slot's input report was decided (InputAvailable): the
+	// input is served by the validators now, and a second report is refused.
+	Checked bool `rlp:"optional"`
 }
 
 // Live reports whether the slot still counts.
@@ -125,6 +208,20 @@ type Task struct {
 	// Backups are the eligible revealed bids ranked after the winners, best
 	// first: a no-show's slot goes to the first one still eligible.
 	Backups []types.Address
+	// ConfirmBy is the last height of a confirming task's canary window.
+	ConfirmBy uint64 `rlp:"optional"`
+	// VoteCommitEnd is the last height a sealed vote is accepted (voting
+	// tasks); votes are opened from then (or once every active validator
+	// has sealed) to DisputeDeadline.
+	VoteCommitEnd uint64 `rlp:"optional"`
+	// Canary and CanaryBy: a validator showed the job was its canary and
+	// claimed this known answer for the stage. The claim is a result like a
+	// provider's: the vote decides, and a false one costs its poster.
+	Canary   types.Hash    `rlp:"optional"`
+	CanaryBy types.Address `rlp:"optional"`
+	// FeePaid: the stage's share of the job's validator fee was paid (to
+	// the fee pool on agreement, to the voters of a decided vote).
+	FeePaid bool `rlp:"optional"`
 }
 
 // Keeper reads and writes verification state.
@@ -158,7 +255,7 @@ func (k Keeper) SetTask(job uint64, stage uint16, t *Task) {
 // DeleteTask removes a task and its votes.
 func (k Keeper) DeleteTask(job uint64, stage uint16) {
 	k.kv.Delete(TaskKey(job, stage))
-	k.clearVotes(job, stage)
+	k.ClearVotes(job, stage)
 }
 
 // SlotOf returns the index of provider's live slot in t, or -1.
@@ -289,6 +386,35 @@ func (k Keeper) Reveal(job uint64, stage uint16, provider types.Address, result,
 	return t, nil
 }
 
+// SealVote stores validator's sealed vote on a voting task; a validator
+// seals once. The caller checks the phase and the validator.
+func (k Keeper) SealVote(job uint64, stage uint16, validator types.Address, c types.Hash) error {
+	key := VoteCommitKey(job, stage, validator)
+	if k.kv.Get(key) != nil {
+		return types.ErrDuplicate.Wrapf("%s already sealed a vote on job %d stage %d", validator, job, stage)
+	}
+	k.kv.Set(key, c.Bytes())
+	return nil
+}
+
+// VoteSealed reports whether validator sealed a vote on the task.
+func (k Keeper) VoteSealed(job uint64, stage uint16, validator types.Address) bool {
+	return k.kv.Get(VoteCommitKey(job, stage, validator)) != nil
+}
+
+// OpenVote checks an opened vote against validator's sealed one and
+// records it.
+func (k Keeper) OpenVote(job uint64, stage uint16, validator types.Address, result, salt types.Hash) error {
+	bz := k.kv.Get(VoteCommitKey(job, stage, validator))
+	switch {
+	case bz == nil:
+		return types.ErrWrongPhase.Wrapf("%s sealed no vote on job %d stage %d: only sealed votes are opened", validator, job, stage)
+	case VoteCommitment(job, stage, result, salt, validator) != types.BytesToHash(bz):
+		return types.ErrCommitMismatch.Wrapf("hash(job %d, stage %d, result %x, salt, %s) is not the sealed vote", job, stage, result, validator)
+	}
+	return k.RecordVote(job, stage, validator, result)
+}
+
 // RecordVote stores validator's vote; a validator votes once.
 func (k Keeper) RecordVote(job uint64, stage uint16, validator types.Address, result types.Hash) error {
 	key := VoteKey(job, stage, validator)
@@ -316,12 +442,15 @@ func (k Keeper) Votes(job uint64, stage uint16) []Vote {
 	return out
 }
 
-func (k Keeper) clearVotes(job uint64, stage uint16) {
+// ClearVotes removes a task's sealed and opened votes (a vote ended).
+func (k Keeper) ClearVotes(job uint64, stage uint16) {
 	var keys [][]byte
-	store.IteratePrefix(k.kv, votePrefix(job, stage), func(key, _ []byte) bool {
-		keys = append(keys, append([]byte(nil), key...))
-		return false
-	})
+	for _, pfx := range [][]byte{votePrefix(job, stage), voteCommitPrefix(job, stage)} {
+		store.IteratePrefix(k.kv, pfx, func(key, _ []byte) bool {
+			keys = append(keys, append([]byte(nil), key...))
+			return false
+		})
+	}
 	for _, key := range keys {
 		k.kv.Delete(key)
 	}
@@ -336,6 +465,9 @@ func (k Keeper) Tally(job uint64, stage uint16, power func(types.Address) int64,
 	var hashes []types.Hash
 	var sums []int64
 	for _, v := range k.Votes(job, stage) {
+		if v.Result == Abstain {
+			continue
+		}
 		p := power(v.Validator)
 		i := 0
 		for i < len(hashes) && hashes[i] != v.Result {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -252,6 +253,15 @@ type Secret struct {
 	Salt       types.Hash    `json:"salt"`
 	Commitment types.Hash    `json:"commitment"`
 	Tx         string        `json:"tx"`
+	// Canary: the known answer of every stage (Result is stage 0's) and
+	// the stage hashes the seal commits to; Account is the validator.
+	Answers     []types.Hash `json:"answers,omitempty"`
+	StageHashes []types.Hash `json:"stage_hashes,omitempty"`
+}
+
+// canarySalt is stage s's salt of a canary whose base salt is salt.
+func canarySalt(salt types.Hash, s int) types.Hash {
+	return types.Hash(sha256.Sum256(append(salt[:], byte(s>>8), byte(s))))
 }
 
 func secretKinds(kind string) string {
@@ -260,6 +270,8 @@ func secretKinds(kind string) string {
 		return "bids"
 	case "result":
 		return "results"
+	case "vote":
+		return "votes"
 	}
 	return "canaries"
 }
@@ -273,11 +285,17 @@ func (s *txSession) secretDir(kind string) (string, error) {
 }
 
 func (s *txSession) secretPath(kind string, job uint64, stage uint16) (string, error) {
+	return s.secretPathFor(kind, job, stage, s.from.Address)
+}
+
+// secretPathFor names the secret of account (a canary's is its validator's,
+// whichever account posted it).
+func (s *txSession) secretPathFor(kind string, job uint64, stage uint16, account types.Address) (string, error) {
 	dir, err := s.secretDir(kind)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, fmt.Sprintf("%d-%d-%s.json", job, stage, s.from.Address.Hex())), nil
+	return filepath.Join(dir, fmt.Sprintf("%d-%d-%s.json", job, stage, account.Hex())), nil
 }
 
 // saveSecret writes sec to path (0600) through a temporary file, so that a
@@ -644,9 +662,13 @@ func newJobPostCmd() *cobra.Command {
 fee from --from's balance. Providers bid during --bid-blocks blocks, reveal
 during --reveal-blocks, and the award runs by itself at the end of the reveal
 window; winners then have --execute-blocks to commit a result and
---verify-blocks more to reveal it. With --canary-answer (validator operators
-only) the job is a spot check: its answer is committed with a random salt
-saved under the wallet home, and revealed with ` + "`ogpu tx canary reveal JOB`.",
+--verify-blocks more to reveal it. Every job carries a random 32-byte seal.
+With --canary-answer (one per stage) and --canary-validator, the job is a
+spot check: the seal commits the validator to the known answers, whose salts
+are saved under the wallet home. Post a canary from an account that is not
+the validator's, so that nothing tells it from a client's job; if the
+providers agree on a wrong result, the validator contests it with
+` + "`ogpu tx canary reveal JOB --from VALIDATOR`" + ` before the task confirms.`,
 		Args: cobra.NoArgs,
 		RunE: runJobPost,
 	}
@@ -669,7 +691,9 @@ saved under the wallet home, and revealed with ` + "`ogpu tx canary reveal JOB`.
 	f.Uint64("reveal-blocks", 10, "blocks of bid reveals")
 	f.Uint64("execute-blocks", 30, "blocks from the award to the last result commitment")
 	f.Uint64("verify-blocks", 20, "blocks from the commit deadline to the last result reveal")
-	f.String("canary-answer", "", "post a canary with this known result hash (validator operators only)")
+	f.StringArray("canary-answer", nil, "post a canary: the known result hash of a stage (repeat for every stage)")
+	f.String("canary-validator", "", "the validator operator (address or key name) that may reveal the canary; default --from")
+	f.Uint64("prompt-tokens", 0, "the prompt's length in model tokens (inference jobs; providers check it against their context)")
 	_ = cmd.MarkFlagRequired("model")
 	_ = cmd.MarkFlagRequired("max-price")
 	addSignFlags(cmd)
@@ -714,13 +738,18 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 	if m.Mode == market.ModePool && !f.Changed("reveal-blocks") {
 		m.Windows.Reveal = 0
 	}
-	var answer types.Hash
-	canary := false
-	if a, _ := f.GetString("canary-answer"); a != "" {
-		if answer, err = parseHash("canary answer", a); err != nil {
+	m.PromptTokens, _ = f.GetUint64("prompt-tokens")
+	var answers []types.Hash
+	list, _ := f.GetStringArray("canary-answer")
+	for _, a := range list {
+		h, err := parseHash("canary answer", a)
+		if err != nil {
 			return err
 		}
-		canary = true
+		answers = append(answers, h)
+	}
+	if len(answers) != 0 && len(answers) != int(m.Stages) {
+		return fmt.Errorf("--canary-answer given %d times for %d stages: give one known answer per stage", len(answers), m.Stages)
 	}
 	s, err := openSession(cmd)
 	if err != nil {
@@ -728,13 +757,24 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 	}
 	defer s.close()
 	var sec *Secret
-	if canary {
-		salt, err := randomSalt()
-		if err != nil {
-			return err
+	salt, err := randomSalt()
+	if err != nil {
+		return err
+	}
+	m.Seal = salt
+	if len(answers) > 0 {
+		validator := s.from.Address
+		if v, _ := f.GetString("canary-validator"); v != "" {
+			if validator, err = resolveAddress(cmd, v); err != nil {
+				return err
+			}
 		}
-		m.Canary = verifier.ResultCommitment(answer, salt, s.from.Address)
-		sec = &Secret{Kind: "canary", ChainID: s.chainID, Account: s.from.Address, Result: &answer, Salt: salt, Commitment: m.Canary}
+		hashes := make([]types.Hash, len(answers))
+		for i, a := range answers {
+			hashes[i] = verifier.CanaryStageHash(a, canarySalt(salt, i))
+		}
+		m.Seal = verifier.CanarySeal(validator, hashes)
+		sec = &Secret{Kind: "canary", ChainID: s.chainID, Account: validator, Result: &answers[0], Salt: salt, Commitment: m.Seal, Answers: answers, StageHashes: hashes}
 	}
 	// The chain's own checks, before anything is signed or saved.
 	if _, err := market.DecodeMsgPostJob(m.Raw().Data); err != nil {
@@ -763,7 +803,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 		o := JobPostOutput{TxOutput: out, Job: ev.Job, Locked: ev.Locked, BidEnd: ev.BidEnd, RevealEnd: ev.RevealEnd}
 		if evErr == nil && sec != nil {
 			sec.Job = ev.Job
-			final, err := s.secretPath("canary", ev.Job, 0)
+			final, err := s.secretPathFor("canary", ev.Job, 0, sec.Account)
 			if err == nil {
 				if err = saveSecret(final, sec); err == nil {
 					os.Remove(pending)
@@ -785,7 +825,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 				fmt.Fprintf(w, "sealed bids until height %d, reveals until %d; the award runs at the end of block %d\n", ev.BidEnd, ev.RevealEnd, ev.RevealEnd)
 			}
 			if o.CanaryFile != "" {
-				fmt.Fprintf(w, "canary answer salt saved in %s: reveal with `ogpu tx canary reveal %d` once every provider has committed\n", o.CanaryFile, ev.Job)
+				fmt.Fprintf(w, "canary salts saved in %s: if the providers agree on a wrong result, contest it with `ogpu tx canary reveal %d --stage S --from %s` while the task confirms\n", o.CanaryFile, ev.Job, sec.Account.Hex())
 			}
 			fmt.Fprintf(w, "follow it with `ogpu query job %d`\n", ev.Job)
 		}
@@ -1299,11 +1339,14 @@ func newResultRevealCmd() *cobra.Command {
 }
 
 func newDisputeTxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "dispute", Short: "Validators vote on disputed results"}
+	cmd := &cobra.Command{Use: "dispute", Short: "Validators vote on disputed results and input checks: seal, then open"}
 	vote := &cobra.Command{
-		Use:   "vote JOB STAGE RESULT_HASH",
-		Short: "Vote, as a validator's operator, for the correct result of a disputed stage (after re-executing it)",
-		Args:  cobra.ExactArgs(3),
+		Use:   "vote JOB STAGE RESULT_HASH|available|bad|abstain",
+		Short: "Seal a vote, as an active validator's operator, on a disputed stage (the result you re-executed) or an input check",
+		Long: `Seal a vote: the chain stores hash(job, stage, result, salt, validator), and
+the salt is saved under the wallet home. Open it with ` + "`ogpu tx dispute open JOB STAGE`" + `
+once every active validator has sealed or the sealing phase is over.`,
+		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseJobID(args[0])
 			if err != nil {
@@ -1313,12 +1356,83 @@ func newDisputeTxCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			result, err := parseHash("result hash", args[2])
+			var result types.Hash
+			switch args[2] {
+			case "available":
+				result = verifier.InputAvailable
+			case "bad":
+				result = verifier.InputBad
+			case "abstain":
+				result = verifier.Abstain
+			default:
+				if result, err = parseHash("result hash", args[2]); err != nil {
+					return err
+				}
+			}
+			salt, err := randomSalt()
 			if err != nil {
 				return err
 			}
-			msg := (&verifier.MsgVoteDispute{Job: id, Stage: stage, Result: result}).Raw()
-			return signAndSendMsgs(cmd, []types.RawMsg{msg}, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
+			s, err := openSession(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			c := verifier.VoteCommitment(id, stage, result, salt, s.from.Address)
+			path, err := s.secretPath("vote", id, stage)
+			if err != nil {
+				return err
+			}
+			sec := &Secret{Kind: "vote", ChainID: s.chainID, Job: id, Stage: stage, Account: s.from.Address, Result: &result, Salt: salt, Commitment: c}
+			if err := saveSecret(path, sec); err != nil {
+				return err
+			}
+			bz, err := s.sign([]types.RawMsg{(&verifier.MsgCommitVote{Job: id, Stage: stage, Commitment: c}).Raw()})
+			if err != nil {
+				return err
+			}
+			return s.send(bz, func(_ *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
+				return out, func(w io.Writer) {
+					fmt.Fprintf(w, "sealed a vote for %x on job %d stage %d (salt in %s): open it with `ogpu tx dispute open %d %d`\n", result, id, stage, path, id, stage)
+				}
+			})
+		},
+	}
+	open := &cobra.Command{
+		Use:   "open JOB STAGE",
+		Short: "Open the vote you sealed on a disputed stage or input check",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			stage, err := parseStage(args[1])
+			if err != nil {
+				return err
+			}
+			s, err := openSession(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			path, err := s.secretPath("vote", id, stage)
+			if err != nil {
+				return err
+			}
+			sec, err := loadSecret(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no sealed vote of %s on job %d stage %d in %s: seal one with `ogpu tx dispute vote`", s.from.Address.Hex(), id, stage, filepath.Dir(path))
+			}
+			if err != nil {
+				return err
+			}
+			result := *sec.Result
+			bz, err := s.sign([]types.RawMsg{(&verifier.MsgVoteDispute{Job: id, Stage: stage, Result: result, Salt: sec.Salt}).Raw()})
+			if err != nil {
+				return err
+			}
+			return s.send(bz, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				var settled market.EventTaskSettled
 				decided := node.FindEvent(res, &settled) == nil
 				v := struct {
@@ -1329,32 +1443,39 @@ func newDisputeTxCmd() *cobra.Command {
 					Decided bool       `json:"decided"`
 				}{out, id, stage, result, decided}
 				return v, func(w io.Writer) {
-					fmt.Fprintf(w, "voted %x on job %d stage %d\n", result, id, stage)
+					fmt.Fprintf(w, "opened the vote for %x on job %d stage %d\n", result, id, stage)
 					if decided {
-						fmt.Fprintf(w, "more than 2/3 of voting power agrees: the stage settled on %x (%s paid, %s refunded)\n", settled.Result, types.FormatAmount(settled.Paid), types.FormatAmount(settled.Refund))
+						fmt.Fprintf(w, "every active validator voted: the stage settled %s on %x (%s paid, %s refunded)\n", settled.Outcome, settled.Result, types.FormatAmount(settled.Paid), types.FormatAmount(settled.Refund))
 					} else {
-						fmt.Fprintln(w, "no 2/3 majority yet")
+						fmt.Fprintln(w, "the vote ends when every active validator has opened its vote, or at the dispute deadline")
 					}
 				}
 			})
 		},
 	}
 	addSignFlags(vote)
-	cmd.AddCommand(vote)
+	addSignFlags(open)
+	cmd.AddCommand(vote, open)
 	return cmd
 }
 
 func newCanaryTxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "canary", Short: "Reveal the known answer of a canary job"}
+	cmd := &cobra.Command{Use: "canary", Short: "Contest a wrong result of your canary job with its known answer"}
 	reveal := &cobra.Command{
 		Use:   "reveal JOB",
-		Short: "Reveal the answer of a canary job --from posted, from the salt saved by `ogpu tx job post --canary-answer`",
-		Args:  cobra.ExactArgs(1),
+		Short: "Claim a canary job's known answer for --stage, --from the validator its seal names (saved by `ogpu tx job post --canary-answer`)",
+		Long: `Claim a canary job's known answer for one stage. The chain accepts it from
+the active validator the seal names, after every provider of the stage
+revealed (while the task confirms) or while its dispute takes sealed votes.
+If the answer differs from the providers', the validators vote; a claim the
+vote rejects costs the validator fraud_slash_bps of its stake.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseJobID(args[0])
 			if err != nil {
 				return err
 			}
+			stage, _ := cmd.Flags().GetUint16("stage")
 			s, err := openSession(cmd)
 			if err != nil {
 				return err
@@ -1366,22 +1487,27 @@ func newCanaryTxCmd() *cobra.Command {
 			}
 			sec, err := loadSecret(path)
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no saved canary answer of %s for job %d in %s: only the machine that posted the canary with --canary-answer has it", s.from.Address.Hex(), id, filepath.Dir(path))
+				return fmt.Errorf("no saved canary of job %d in %s: only the machine that posted the canary with --canary-answer has its salts", id, filepath.Dir(path))
 			}
 			if err != nil {
 				return err
 			}
-			bz, err := s.sign([]types.RawMsg{(&verifier.MsgRevealCanary{Job: id, Stage: 0, Result: *sec.Result, Salt: sec.Salt}).Raw()})
+			if int(stage) >= len(sec.Answers) {
+				return fmt.Errorf("canary job %d has %d stage(s): --stage %d does not exist", id, len(sec.Answers), stage)
+			}
+			m := &verifier.MsgRevealCanary{Job: id, Stage: stage, Answer: sec.Answers[stage], Salt: canarySalt(sec.Salt, int(stage)), StageHashes: sec.StageHashes}
+			bz, err := s.sign([]types.RawMsg{m.Raw()})
 			if err != nil {
 				return err
 			}
 			return s.send(bz, func(_ *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
 				return out, func(w io.Writer) {
-					fmt.Fprintf(w, "canary answer %x of job %d revealed\n", *sec.Result, id)
+					fmt.Fprintf(w, "canary answer %x of job %d stage %d claimed\n", m.Answer, id, stage)
 				}
 			})
 		},
 	}
+	reveal.Flags().Uint16("stage", 0, "the stage whose answer to claim")
 	addSignFlags(reveal)
 	cmd.AddCommand(reveal)
 	return cmd

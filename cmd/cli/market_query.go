@@ -76,8 +76,8 @@ func printJob(w io.Writer, j *chain.JobView, height int64) {
 		req = append(req, "class "+j.Req.Class)
 	}
 	fmt.Fprintf(w, "  requires:   %s\n", strings.Join(req, "; "))
-	if j.Canary != (types.Hash{}) {
-		fmt.Fprintf(w, "  canary:     %s\n", yesNo(j.CanaryRevealed, fmt.Sprintf("answer %x revealed", j.CanaryAnswer), "answer not revealed yet"))
+	if j.CanaryBy != (types.Address{}) {
+		fmt.Fprintf(w, "  canary:     posted by validator %s, which contested a result\n", j.CanaryBy.Hex())
 	}
 	var bids uint32
 	for _, n := range j.Bids {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -122,6 +123,13 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 func (c *Client) postJob(ctx context.Context, msg *market.MsgPostJob, runtime string, blobs ...types.Hash) (height int64, _ *market.EventJobPosted, _ error) {
 	if msg.Req.MinStake == nil {
 		msg.Req.MinStake = new(uint256.Int)
+	}
+	if msg.Seal == (types.Hash{}) {
+		// Every job carries a random seal, so a validator's canary (whose
+		// seal commits to its known answers) looks like any other job.
+		if _, err := rand.Read(msg.Seal[:]); err != nil {
+			return 0, nil, err
+		}
 	}
 	if msg.Req.Runtime == "" {
 		msg.Req.Runtime = runtime
