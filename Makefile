@@ -22,9 +22,18 @@ unit:
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
-# CKKS evaluation is only deterministic on 64-bit builds: he refuses 32-bit ones.
+# CKKS evaluation is only deterministic on 64-bit builds: he refuses to
+# compile for 32-bit ones. Checked by building (never running) a GOARCH=386
+# package: the build must fail with he's message, and the amd64 one pass.
 wordsize:
-	GOARCH=386 CGO_ENABLED=0 $(GO) test -count=1 -run '^TestWordSize$$' ./he/
+	@$(GO) build ./he/
+	@if out=$$(GOARCH=386 CGO_ENABLED=0 $(GO) build ./he/ 2>&1); then \
+	  echo "wordsize: GOARCH=386 build of ./he/ succeeded: it must be refused"; exit 1; \
+	fi; \
+	if ! echo "$$out" | grep -q 'he_refuses_32_bit_builds__CKKS_evaluation_is_only_deterministic_on_64_bit_builds'; then \
+	  echo "wordsize: GOARCH=386 build of ./he/ failed, but not with he's 32-bit refusal:"; echo "$$out"; exit 1; \
+	fi; \
+	echo "wordsize: GOARCH=386 build of ./he/ refused as it must be"
 
 vet:
 	$(GO) vet ./...
