@@ -5,7 +5,7 @@ BIN       ?= bin
 RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench devnet clean
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
-test: lint unit race wordsize
+test: lint unit race wordsize bench-smoke
 
 unit:
 	$(GO) test -count=1 ./...
@@ -61,6 +61,13 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
+
+# Every benchmark of make bench, once, at its smallest size: part of make
+# test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
+# silently. The figures come from make bench, never from this.
+bench-smoke:
+	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
+	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
 
 devnet:
 	$(GO) run ./cmd/ogpud devnet
