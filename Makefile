@@ -61,6 +61,8 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
+	$(GO) test -run '^$$' -bench BenchmarkEndBlockClose -benchtime 1x -count 1 -timeout 30m ./chain
+	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -count 3 ./store
 
 # Every benchmark of make bench, once, at its smallest size: part of make
 # test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
@@ -68,6 +70,8 @@ bench:
 bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
 
 devnet:
 	$(GO) run ./cmd/ogpud devnet
