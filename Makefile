@@ -5,7 +5,7 @@ BIN       ?= bin
 RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench devnet clean
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
-test: lint unit race wordsize
+test: lint unit race wordsize bench-smoke
 
 unit:
 	$(GO) test -count=1 ./...
@@ -22,9 +22,18 @@ unit:
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
-# CKKS evaluation is only deterministic on 64-bit builds: he refuses 32-bit ones.
+# CKKS evaluation is only deterministic on 64-bit builds: he refuses to
+# compile for 32-bit ones. Checked by building (never running) a GOARCH=386
+# package: the build must fail with he's message, and the amd64 one pass.
 wordsize:
-	GOARCH=386 CGO_ENABLED=0 $(GO) test -count=1 -run '^TestWordSize$$' ./he/
+	@$(GO) build ./he/
+	@if out=$$(GOARCH=386 CGO_ENABLED=0 $(GO) build ./he/ 2>&1); then \
+	  echo "wordsize: GOARCH=386 build of ./he/ succeeded: it must be refused"; exit 1; \
+	fi; \
+	if ! echo "$$out" | grep -q 'he_refuses_32_bit_builds__CKKS_evaluation_is_only_deterministic_on_64_bit_builds'; then \
+	  echo "wordsize: GOARCH=386 build of ./he/ failed, but not with he's 32-bit refusal:"; echo "$$out"; exit 1; \
+	fi; \
+	echo "wordsize: GOARCH=386 build of ./he/ refused as it must be"
 
 vet:
 	$(GO) vet ./...
@@ -52,6 +61,17 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
+	$(GO) test -run '^$$' -bench BenchmarkEndBlockClose -benchtime 1x -count 1 -timeout 30m ./chain
+	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -count 3 ./store
+
+# Every benchmark of make bench, once, at its smallest size: part of make
+# test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
+# silently. The figures come from make bench, never from this.
+bench-smoke:
+	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
+	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
 
 devnet:
 	$(GO) run ./cmd/ogpud devnet

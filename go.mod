@@ -9,6 +9,7 @@ require (
 	github.com/cosmos/iavl v1.3.5
 	github.com/cosmos/ics23/go v0.10.0
 	github.com/ethereum/go-ethereum v1.17.10
+	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
 	github.com/holiman/uint256 v1.3.2
 	github.com/ipfs/go-cid v0.6.2
@@ -67,7 +68,6 @@ require (
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/golang/snappy v1.0.1-0.20260716114414-9ae09f520e93 // indirect
-	github.com/google/btree v1.1.3 // indirect
 	github.com/google/flatbuffers v24.12.23+incompatible // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/gopacket v1.1.19 // indirect

@@ -93,7 +93,14 @@ func (p *Params) String() string {
 	return fmt.Sprintf("%s (LogN %d, depth %d, log2 QP %.0f)", p.Name, p.LogN(), p.Depth(), p.LogQP())
 }
 
+// heRequires64BitBuild does not compile where uint is narrower than 64 bits
+// (the constant would be negative): the compile-time form of ErrNot64Bit for
+// any 32-bit GOARCH, beside wordsize32.go's message for the common ones.
+const heRequires64BitBuild uint = bits.UintSize - 64
+
 // ErrNot64Bit: lattigo's arithmetic is not deterministic on 32-bit builds.
+// Such builds do not compile (wordsize32.go, heRequires64BitBuild); the
+// runtime check in NewParams stays as a second guard.
 var ErrNot64Bit = fmt.Errorf("he: this is a %d-bit build; CKKS evaluation is only deterministic on 64-bit builds: build for amd64 or arm64", bits.UintSize)
 
 // NewParams validates the named preset.

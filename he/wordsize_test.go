@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestWordSize: presets load on 64-bit builds and are refused on 32-bit
-// ones, where lattigo's arithmetic is not the same. `make test` also runs
-// it as GOARCH=386.
+// TestWordSize: presets load on 64-bit builds. 32-bit builds of he do not
+// compile (wordsize32.go): `make wordsize` builds, never runs, a GOARCH=386
+// package and requires that refusal; NewParams keeps a runtime check too.
 func TestWordSize(t *testing.T) {
 	_, err := NewParams("N13")
 	switch {

@@ -424,3 +424,67 @@ func TestIteratePrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestC2CacheIterateVisitsOnlyItsRange: finding C2. A block's cache holds
+// every write of the block, and EndBlock iterates narrow prefixes of it
+// once per job and stage it closes. Iterate used to walk every buffered key
+// for each call (O(D)), so N jobs closing at one height cost O(N²): 100,000
+// unrelated buffered writes made each narrow iteration visit all 100,000.
+// Now it visits only the buffered keys in its range (plus at most one past
+// an early stop), whatever else the buffer holds.
+func TestC2CacheIterateVisitsOnlyItsRange(t *testing.T) {
+	parent := parentWith("job/0500/a", "p", "job/0500/z", "p")
+	c := NewCache(parent)
+	const unrelated = 100_000
+	for i := range unrelated {
+		c.Set(fmt.Appendf(nil, "job/%04d/%06d", i%1000, i), []byte("v"))
+	}
+	// The range: job 500's keys, 100 buffered plus 2 in the parent, one of
+	// them deleted in the buffer.
+	c.Delete([]byte("job/0500/z"))
+	prefix := []byte("job/0500/")
+	c.visited = 0
+	got := 0
+	IteratePrefix(c, prefix, func(k, v []byte) bool { got++; return false })
+	if got != 101 {
+		t.Fatalf("iterated %d keys of job 500, want 101 (100 buffered, the parent's a; z deleted)", got)
+	}
+	if c.visited > 101 {
+		t.Fatalf("a prefix holding 101 buffered keys visited %d buffered entries of %d: Iterate walks the whole buffer", c.visited, c.Len())
+	}
+	// A stop after the first key visits no more than a few.
+	c.visited = 0
+	IteratePrefix(c, prefix, func(k, v []byte) bool { return true })
+	if c.visited > 2 {
+		t.Fatalf("an iteration stopped at its first key visited %d buffered entries", c.visited)
+	}
+	// An empty range visits none.
+	c.visited = 0
+	IteratePrefix(c, []byte("other/"), func(k, v []byte) bool { t.Fatal("key in an empty range"); return true })
+	if c.visited != 0 {
+		t.Fatalf("an empty range visited %d buffered entries", c.visited)
+	}
+}
+
+// BenchmarkCacheIterateNarrow: one prefix iteration over 10 buffered keys in
+// a cache holding D buffered keys in all. Flat in D since C2's fix; linear
+// in D before it.
+func BenchmarkCacheIterateNarrow(b *testing.B) {
+	for _, d := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("D=%d", d), func(b *testing.B) {
+			c := NewCache(NewMemTree())
+			for i := range d {
+				c.Set(fmt.Appendf(nil, "job/%06d/%02d", i/10, i%10), []byte("v"))
+			}
+			prefix := fmt.Appendf(nil, "job/%06d/", d/20)
+			b.ResetTimer()
+			for range b.N {
+				n := 0
+				IteratePrefix(c, prefix, func(k, v []byte) bool { n++; return false })
+				if n != 10 {
+					b.Fatalf("%d keys, want 10", n)
+				}
+			}
+		})
+	}
+}
