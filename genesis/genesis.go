@@ -109,6 +109,9 @@ type MarketParams struct {
 	// VoteSlashBps of a validator's stake is burned when it seals no vote,
 	// does not open it, or votes against the outcome of a decided vote.
 	VoteSlashBps uint64 `json:"vote_slash_bps"`
+	// MaxDeadlineWork bounds the deadline work of one block, in units of
+	// 1 + the job's stage count per deadline; the rest carries over.
+	MaxDeadlineWork uint64 `json:"max_deadline_work"`
 }
 
 // DefaultStakingParams: three weeks of one-second blocks would be a real
@@ -145,6 +148,7 @@ func DefaultMarketParams() MarketParams {
 		CanaryBlocks:       3,
 		CanaryRateBps:      500,
 		VoteSlashBps:       10,
+		MaxDeadlineWork:    50_000,
 	}
 }
 
@@ -197,6 +201,8 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.canary_blocks = %d: want 1..dispute_blocks (%d)", p.CanaryBlocks, p.DisputeBlocks)
 	case p.CanaryRateBps > 10_000 || p.VoteSlashBps > 10_000:
 		return fmt.Errorf("params.market: canary_rate_bps and vote_slash_bps are basis points, at most 10000")
+	case p.MaxDeadlineWork < 1+p.MaxStages:
+		return fmt.Errorf("params.market.max_deadline_work = %d: want at least 1 + max_stages (%d), one job's deadline", p.MaxDeadlineWork, 1+p.MaxStages)
 	case p.DisputeBlocks < 2:
 		return fmt.Errorf("params.market.dispute_blocks = %d: a vote needs at least 2 blocks (seal, then open)", p.DisputeBlocks)
 	}

@@ -288,3 +288,12 @@ type EventVotersPaid struct {
 }
 
 func (EventVotersPaid) EventType() string { return "voters_paid" }
+
+// EventDeadlinesDeferred: this block ran Work units of deadlines, its
+// bound (max_deadline_work); the rest run in the next blocks, oldest first.
+type EventDeadlinesDeferred struct {
+	Height uint64 `event:"height"`
+	Work   uint64 `event:"work"`
+}
+
+func (EventDeadlinesDeferred) EventType() string { return "deadlines_deferred" }

@@ -576,6 +576,10 @@ func (k *Keeper) close(j *Job) {
 	awards := make([]award, j.Stages)
 	awarded := 0
 	for s := uint16(0); s < j.Stages; s++ {
+		if j.Bids[s] == 0 {
+			awards[s] = award{price: j.MaxPrice.Clone()} // nothing to rank
+			continue
+		}
 		w, b := k.rank(j, s)
 		price := j.MaxPrice.Clone()
 		if len(b) > 0 && j.Mode == ModeAuction {

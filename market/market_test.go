@@ -184,7 +184,9 @@ func (n *testNet) checkInvariants() {
 // after the sealing phase.
 func (n *testNet) vote(job uint64, stage uint16, result types.Hash, vals ...types.Address) {
 	n.tb.Helper()
-	salt := func(v types.Address) types.Hash { return sha256.Sum256(cat([]byte("vote salt"), v[:], be64(job), be16(stage))) }
+	salt := func(v types.Address) types.Hash {
+		return sha256.Sum256(cat([]byte("vote salt"), v[:], be64(job), be16(stage)))
+	}
 	for _, v := range vals {
 		n.must("seal vote", func(k *Keeper) error {
 			return k.CommitVote(v, &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt(v), v)})
@@ -679,6 +681,55 @@ func TestMaxTokens(t *testing.T) {
 		_, err := DecodeMsgPostJob(bad.Raw().Data)
 		if !errors.Is(err, types.ErrInvalidMsg) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("decode: %v, want ErrInvalidMsg %q", err, c.want)
+		}
+	}
+}
+
+// TestC2DeadlineWorkIsBounded: many jobs closing at one height (the
+// review's C2 attack: bidless jobs of many stages, cheap to post) cannot
+// make one block do unbounded work: each block runs at most
+// max_deadline_work units of deadlines (one job's stages + 1 each), the
+// rest carries over oldest first, and every job still closes and refunds.
+func TestC2DeadlineWorkIsBounded(t *testing.T) {
+	params := genesis.DefaultParams()
+	params.Market.MaxDeadlineWork = 200 // four 40-stage jobs (41 units each) per block
+	n := marketNet(t, params)
+	var ids []uint64
+	for range 10 {
+		m := auctionJob(2, uint256.NewInt(1))
+		m.Stages = 40
+		ids = append(ids, n.post(client, m))
+	}
+	close := n.job(ids[0]).RevealEnd
+	n.advanceTo(close)
+	closedBy := map[uint64]uint64{}
+	for h := close; len(closedBy) < len(ids); h++ {
+		if h > close+10 {
+			t.Fatalf("after %d blocks only %d of %d jobs closed", h-close, len(closedBy), len(ids))
+		}
+		n.events = nil
+		n.endBlock()
+		work := uint64(0)
+		for _, id := range ids {
+			if _, done := closedBy[id]; !done && !n.job(id).State.Open() {
+				closedBy[id] = h
+				work += 41
+			}
+		}
+		if work > params.Market.MaxDeadlineWork {
+			t.Fatalf("block %d closed %d units of jobs, the bound is %d", h, work, params.Market.MaxDeadlineWork)
+		}
+		if deferred := eventsOf[EventDeadlinesDeferred](t, n.events); h < close+2 && len(deferred) != 1 {
+			t.Fatalf("block %d: deferred events %+v, want one", h, deferred)
+		}
+	}
+	// Four per block, in posting (key) order: 4, 4, 2.
+	for i, id := range ids {
+		if want := close + uint64(i/4); closedBy[id] != want {
+			t.Errorf("job %d closed at %d, want %d", id, closedBy[id], want)
+		}
+		if j := n.job(id); j.State != JobExpired || !n.esc().Locked(id).IsZero() {
+			t.Errorf("job %d is %s holding %s, want expired and refunded", id, j.State, n.esc().Locked(id).Dec())
 		}
 	}
 }

@@ -493,7 +493,7 @@ func (k *Keeper) slashValidator(j *Job, stage uint16, op types.Address, bps uint
 // case of every later stage after it), else its payment is refunded to
 // the client. If a provider reported its input, the validators check it.
 func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
-	if t.Status != verifier.TaskExecuting || t.CommitDeadline != k.ctx.Height {
+	if t.Status != verifier.TaskExecuting {
 		return
 	}
 	price := j.Prices[stage]
@@ -682,25 +682,49 @@ func (k *Keeper) complete(j *Job) {
 
 // ---- end of block ----
 
-// EndBlock runs every deadline due at this height, in key order: bid
-// windows closing, auctions closing, commit and reveal windows of tasks,
-// dispute windows.
+// EndBlock runs the deadlines due at or before this height, in key order
+// (earliest height first): bid windows closing, auctions closing, commit
+// and reveal windows of tasks, canary windows, votes. The work is bounded:
+// each deadline costs its job's stage count in units, and once
+// max_deadline_work units are spent the rest carries over to the next
+// block, oldest first (a bid window's end costs 1), so that no number of jobs sharing a deadline can
+// stall a block. A deadline acts on the state it was scheduled for (each
+// handler compares the task's deadline with the scheduled height), so a
+// late run is the same run.
 func (k *Keeper) EndBlock() {
 	type due struct {
-		key   []byte
-		job   uint64
-		stage uint16
-		kind  byte
+		key    []byte
+		height uint64
+		job    uint64
+		stage  uint16
+		kind   byte
 	}
 	var list []due
+	var spent uint64
+	deferred := false
 	end := cat([]byte{prefixSchedule}, be64(k.ctx.Height+1))
 	k.kv.Iterate([]byte{prefixSchedule}, end, func(key, _ []byte) bool {
-		list = append(list, due{bytes.Clone(key), binary.BigEndian.Uint64(key[9:17]), binary.BigEndian.Uint16(key[17:19]), key[19]})
+		d := due{bytes.Clone(key), binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint64(key[9:17]), binary.BigEndian.Uint16(key[17:19]), key[19]}
+		j, _ := GetJob(k.kv, d.job)
+		cost := uint64(1)
+		if j != nil && d.kind != deadlineBidEnd { // a bid end only changes the job's state
+			cost += uint64(j.Stages)
+		}
+		if spent > 0 && spent+cost > k.p.MaxDeadlineWork {
+			deferred = true
+			return true
+		}
+		spent += cost
+		list = append(list, d)
 		return false
 	})
+	if deferred {
+		k.emit(EventDeadlinesDeferred{Height: k.ctx.Height, Work: spent})
+	}
 	for _, d := range list {
-		k.kv.Delete(d.key)
+		// Read again: an earlier deadline of the block may have changed it.
 		j, ok := GetJob(k.kv, d.job)
+		k.kv.Delete(d.key)
 		if !ok || !j.State.Open() {
 			continue
 		}
@@ -716,19 +740,19 @@ func (k *Keeper) EndBlock() {
 				k.close(j)
 			}
 		case deadlineCommit:
-			if t, ok := k.ver.GetTask(j.ID, d.stage); ok {
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.CommitDeadline == d.height {
 				k.commitDeadline(j, d.stage, t)
 			}
 		case deadlineReveal:
-			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskExecuting && t.RevealDeadline == k.ctx.Height {
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskExecuting && t.RevealDeadline == d.height {
 				k.evaluate(j, d.stage, t, true)
 			}
 		case deadlineDispute:
-			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status.Voting() && t.DisputeDeadline == k.ctx.Height {
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status.Voting() && t.DisputeDeadline == d.height {
 				k.endVote(j, d.stage, t)
 			}
 		case deadlineConfirm:
-			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskConfirming && t.ConfirmBy == k.ctx.Height {
+			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskConfirming && t.ConfirmBy == d.height {
 				k.settle(j, d.stage, t, "agreed", t.Revealed()[0])
 			}
 		}
