@@ -1,0 +1,242 @@
+package market
+
+import (
+	"fmt"
+	"math/big"
+	"testing"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// The attack simulations of docs/economics.md ("Attacks on the trust
+// layer"): jobs through the real Keeper, with four validators, the
+// attackers' profit per job read from their balances, bonded and unbonding
+// stake before and after (fresh identities at the minimum stake, as in
+// TestEconomics), and the honest parties' alongside.
+
+type atkNet struct {
+	*testNet
+	vals  []types.Address
+	fresh int
+}
+
+func newAtkNet(t *testing.T) *atkNet {
+	accts := []testAccount{{client, types.OGPU(100_000)}, {addrOf("shell"), types.OGPU(100_000)}}
+	for i := range 4 {
+		accts = append(accts, testAccount{addrOf(fmt.Sprint("v", i)), types.OGPU(2_000)})
+	}
+	n := newTestNet(t, genesis.DefaultParams(), accts, []string{"v0", "v1", "v2", "v3"})
+	a := &atkNet{testNet: n, vals: n.validators}
+	return a
+}
+
+// provider funds, registers and bonds a fresh provider at the minimum stake.
+func (a *atkNet) provider(tag string) types.Address {
+	a.fresh++
+	p := addrOf(fmt.Sprint(tag, a.fresh))
+	a.must("fund", func(k *Keeper) error { return k.esc.Send(client, p, types.OGPU(110)) })
+	a.register(p, types.OGPU(100), gpuInfo(tag))
+	return p
+}
+
+// worth is balance + bonded + unbonding.
+func (a *atkNet) worth(p types.Address) *big.Int {
+	e := a.esc()
+	w := new(uint256.Int).Add(e.Balance(p), e.Bonded(p))
+	w.Add(w, e.UnbondingTotal(p))
+	return w.ToBig()
+}
+
+// award posts m from poster, has bidders bid prices, and returns the job
+// once awarded.
+func (a *atkNet) award(poster types.Address, m *MsgPostJob, bidders []types.Address, prices []*uint256.Int) uint64 {
+	id := a.post(poster, m)
+	for i, p := range bidders {
+		a.bid(p, id, 0, prices[i])
+	}
+	a.advanceTo(a.job(id).BidEnd + 1)
+	for i, p := range bidders {
+		a.revealBid(p, id, 0, prices[i])
+	}
+	a.advanceTo(a.job(id).RevealEnd + 1)
+	return id
+}
+
+func (a *atkNet) commitReveal(id uint64, results map[types.Address]types.Hash, order []types.Address) {
+	salt := hashOf("result salt")
+	for _, p := range order {
+		a.must("commit", func(k *Keeper) error {
+			return k.CommitResult(p, &verifier.MsgCommitResult{Job: id, Stage: 0, Commitment: verifier.ResultCommitment(results[p], salt, p)})
+		})
+	}
+	a.endBlock()
+	for _, p := range order {
+		a.must("reveal", func(k *Keeper) error {
+			return k.RevealResult(p, &verifier.MsgRevealResult{Job: id, Stage: 0, Result: results[p], Salt: salt})
+		})
+	}
+}
+
+// finish ends blocks until the job completes.
+func (a *atkNet) finish(id uint64) {
+	for a.job(id).State.Open() {
+		if a.height > 100_000 {
+			a.tb.Fatalf("job %d still open", id)
+		}
+		a.endBlock()
+	}
+}
+
+func perJob(x *big.Int, jobs int) *big.Rat {
+	return new(big.Rat).SetFrac(x, big.NewInt(int64(jobs)))
+}
+
+func ogpuStr(r *big.Rat) string {
+	f, _ := new(big.Rat).Quo(r, new(big.Rat).SetInt(types.OGPU(1).ToBig())).Float64()
+	return fmt.Sprintf("%+.3f oGPU", f)
+}
+
+// TestEconomicsCanaryCartel: a cartel holds both slots of every job and
+// agrees on junk, never computing. One job in 20 (canary_rate_bps = 500) is
+// a validator's canary posted from an account nothing links to it, sealed
+// with the known answer; the cartel cannot tell it from the others (same
+// fields, a seal that looks random), so it lies there too, the validator
+// contests during the canary window, the validators vote the answer, and
+// both members are slashed and tombstoned. Expected cartel profit per job:
+// (1−ρ)·2P − ρ·2·f·S = 0.95·4 − 0.05·100 = −1.2 oGPU.
+func TestEconomicsCanaryCartel(t *testing.T) {
+	a := newAtkNet(t)
+	jobs := 40
+	if testing.Short() {
+		jobs = 20
+	}
+	rate := int(10_000 / a.params.Market.CanaryRateBps) // one canary in 20 jobs
+	backup := a.provider("honest")
+	backupBefore := a.worth(backup)
+	cartel, honestProfit := new(big.Int), new(big.Int)
+	shell, validator := addrOf("shell"), a.vals[1]
+	for i := range jobs {
+		m := auctionJob(2, types.OGPU(3))
+		m.Seal = hashOf(fmt.Sprint("client seal ", i))
+		answer := hashOf(fmt.Sprint("the true answer ", i))
+		poster := client
+		canary := i%rate == rate-1
+		if canary {
+			poster = shell
+			_, m.Seal = canaryOf(answer, validator)
+		}
+		c1, c2 := a.provider("cartel"), a.provider("cartel")
+		before := new(big.Int).Add(a.worth(c1), a.worth(c2))
+		id := a.award(poster, m, []types.Address{c1, c2, backup}, []*uint256.Int{amt("1.2ogpu"), amt("1.2ogpu"), types.OGPU(2)})
+		junk := hashOf(fmt.Sprint("junk ", i))
+		a.commitReveal(id, map[types.Address]types.Hash{c1: junk, c2: junk}, []types.Address{c1, c2})
+		if tk := a.task(id, 0); tk.Status != verifier.TaskConfirming {
+			t.Fatalf("job %d: %s after agreeing reveals, want confirming", id, tk.Status)
+		}
+		if canary {
+			hashes, _ := canaryOf(answer, validator)
+			a.must("canary", func(k *Keeper) error {
+				return k.RevealCanary(validator, &verifier.MsgRevealCanary{Job: id, Stage: 0, Answer: answer, Salt: hashOf("canary salt"), StageHashes: hashes})
+			})
+			a.vote(id, 0, answer, a.vals...)
+		}
+		a.finish(id)
+		after := new(big.Int).Add(a.worth(c1), a.worth(c2))
+		cartel.Add(cartel, after.Sub(after, before))
+		if canary {
+			if j := a.job(id); !j.Compensated.IsZero() || j.CanaryBy != validator {
+				t.Fatalf("canary job %d: compensated %s to its poster, canary by %s", id, j.Compensated.Dec(), j.CanaryBy)
+			}
+		}
+	}
+	honestProfit.Sub(a.worth(backup), backupBefore)
+	got := perJob(cartel, jobs)
+	want := new(big.Rat).SetFrac(new(big.Int).Sub(new(big.Int).Mul(big.NewInt(int64(jobs-jobs/rate)), types.OGPU(4).ToBig()), new(big.Int).Mul(big.NewInt(int64(jobs/rate)), types.OGPU(100).ToBig())), big.NewInt(int64(jobs)))
+	t.Logf("canary cartel, %d jobs, one canary in %d: cartel profit per job %s (formula %s); honest backup %s per job", jobs, rate, ogpuStr(got), ogpuStr(want), ogpuStr(perJob(honestProfit, jobs)))
+	if got.Cmp(want) != 0 {
+		t.Errorf("cartel profit per job %s, want %s", ogpuStr(got), ogpuStr(want))
+	}
+	if got.Sign() >= 0 {
+		t.Errorf("a cartel honest only on canaries profits %s per job", ogpuStr(got))
+	}
+	if honestProfit.Sign() < 0 {
+		t.Errorf("the honest backup lost %s", honestProfit)
+	}
+}
+
+func canaryOf(answer types.Hash, validator types.Address) ([]types.Hash, types.Hash) {
+	hashes := []types.Hash{verifier.CanaryStageHash(answer, hashOf("canary salt"))}
+	return hashes, verifier.CanarySeal(validator, hashes)
+}
+
+// TestEconomicsWithheldInput: the review's H1. A client posts a job and
+// never serves its input; the honest winners report it instead of
+// committing; the validators cannot fetch it either and vote bad: each
+// winner is paid its price for the wasted reservation, nobody is slashed
+// or jailed, the client is compensated nothing. Attacker (client) profit
+// per job: −2P − the fee share paid to the voters.
+func TestEconomicsWithheldInput(t *testing.T) {
+	a := newAtkNet(t)
+	jobs := 10
+	p1, p2, backup := a.provider("honest"), a.provider("honest"), a.provider("honest")
+	before := map[types.Address]*big.Int{client: a.worth(client), p1: a.worth(p1), p2: a.worth(p2)}
+	for range jobs {
+		id := a.award(client, auctionJob(2, types.OGPU(3)), []types.Address{p1, p2, backup}, []*uint256.Int{types.OGPU(1), types.OGPU(1), types.OGPU(2)})
+		for _, p := range []types.Address{p1, p2} {
+			a.must("report", func(k *Keeper) error {
+				return k.ReportInput(p, &verifier.MsgReportInput{Job: id, Stage: 0, Reason: verifier.InputUnavailable})
+			})
+		}
+		if tk := a.task(id, 0); tk.Status != verifier.TaskInputCheck {
+			t.Fatalf("job %d: %s after both reported, want input_check", id, tk.Status)
+		}
+		a.vote(id, 0, verifier.InputBad, a.vals...)
+		a.finish(id)
+		for _, p := range []types.Address{p1, p2} {
+			if prov, _ := GetProvider(a.tree, p); prov.Jailed {
+				t.Fatalf("job %d: honest reporter %s jailed", id, p)
+			}
+		}
+	}
+	clientProfit := new(big.Int).Sub(a.worth(client), before[client])
+	provProfit := new(big.Int).Sub(a.worth(p1), before[p1])
+	provProfit.Add(provProfit, new(big.Int).Sub(a.worth(p2), before[p2]))
+	t.Logf("client withholds its input, %d jobs: client profit per job %s; the two honest winners %s per job", jobs, ogpuStr(perJob(clientProfit, jobs)), ogpuStr(perJob(provProfit, jobs)))
+	if clientProfit.Sign() >= 0 || provProfit.Cmp(new(big.Int).Mul(big.NewInt(int64(jobs)), types.OGPU(4).ToBig())) != 0 {
+		t.Errorf("client %s, providers %s: want the client to pay 2 × 2 oGPU per job to the providers", clientProfit, provProfit)
+	}
+}
+
+// TestEconomicsStreamCopier: the review's H2 after its fix. A provider
+// co-assigned with an honest one cannot read the honest output before its
+// own commitment (the agents serve streams to the client only), so
+// "copying" is guessing a 32-byte hash: it commits junk, the validators
+// vote the honest result, it loses f·S. Before the fix it read the result
+// hash from the stream and was paid P without computing (the review's
+// TestAuditLazyCopier: +4.9999 oGPU).
+func TestEconomicsStreamCopier(t *testing.T) {
+	a := newAtkNet(t)
+	jobs := 10
+	honest, backup := a.provider("honest"), a.provider("honest")
+	copier, honestProfit := new(big.Int), new(big.Int)
+	for i := range jobs {
+		c := a.provider("copier")
+		before, hb := a.worth(c), a.worth(honest)
+		id := a.award(client, auctionJob(2, types.OGPU(3)), []types.Address{c, honest, backup}, []*uint256.Int{types.OGPU(1), amt("1.5ogpu"), types.OGPU(2)})
+		truth := hashOf(fmt.Sprint("output ", i))
+		a.commitReveal(id, map[types.Address]types.Hash{c: hashOf(fmt.Sprint("guess ", i)), honest: truth}, []types.Address{honest, c})
+		a.vote(id, 0, truth, a.vals...)
+		a.finish(id)
+		copier.Add(copier, new(big.Int).Sub(a.worth(c), before))
+		honestProfit.Add(honestProfit, new(big.Int).Sub(a.worth(honest), hb))
+	}
+	honestProfit.Sub(honestProfit, new(big.Int).Mul(big.NewInt(int64(jobs)), types.OGPU(1).ToBig())) // c = 1 oGPU per result
+	t.Logf("stream copier (no stream before its commitment), %d jobs: copier profit per job %s; honest co-provider %s per job (after c = 1 oGPU)", jobs, ogpuStr(perJob(copier, jobs)), ogpuStr(perJob(honestProfit, jobs)))
+	if copier.Sign() >= 0 || honestProfit.Sign() < 0 {
+		t.Errorf("copier %s, honest %s", copier, honestProfit)
+	}
+}
