@@ -118,7 +118,10 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		})
 	case types.MsgTypeBond:
 		return decode(m.Data, escrow.DecodeMsgBond, func(msg *escrow.MsgBond) handler {
-			return escrowHandler(func(k escrow.Keeper, _ genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+			return escrowHandler(func(k escrow.Keeper, p genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+				if err := k.CheckBondSlot(p.Staking, from, msg.Amount); err != nil {
+					return err
+				}
 				if err := k.Bond(from, msg.Amount); err != nil {
 					return err
 				}
@@ -267,20 +270,27 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	return txResult{stage: stageOK, gas: gas, events: events, log: ""}
 }
 
-// lastValidatorGuard refuses an unbond that would take the last validator
-// with power below the minimum stake: CometBFT halts on an empty set.
+// lastValidatorGuard refuses an unbond that would leave no validator with
+// power: CometBFT halts on an empty set. It judges the set this block will
+// report, not the one last reported: every validator's power as its stake
+// and jail flag give it now (after beginBlock's jailing and the block's
+// earlier transactions), with this unbond applied. Two validators
+// unbonding in one block are judged one after the other, so the second is
+// refused. endBlock re-checks (escrow.EndBlockPower keeps the last set
+// when none would have power), for what no transaction decides: slashes
+// at the end of the block.
 func lastValidatorGuard(k escrow.Keeper, p genesis.Params, from types.Address, amt *uint256.Int) error {
 	v, ok := k.GetValidator(from)
-	if !ok || k.ReportedPower(v.PubKey) == 0 {
-		return nil
+	if !ok || k.Power(p.Staking, from, v) == 0 {
+		return nil // it gives no power now: unbonding cannot take any away
 	}
 	bonded := k.Bonded(from)
 	if !bonded.Lt(amt) && !new(uint256.Int).Sub(bonded, amt).Lt(p.Staking.MinValidatorStake) {
-		return nil
+		return nil // it keeps power
 	}
 	others := false
 	k.IterateValidators(func(op types.Address, o *escrow.Validator) bool {
-		others = op != from && k.ReportedPower(o.PubKey) > 0
+		others = op != from && k.Power(p.Staking, op, o) > 0
 		return others
 	})
 	if !others {

@@ -1,0 +1,95 @@
+package chain
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Regression tests of security review 1's findings on validators and
+// staking (M1, L2, L3). The scenario scripts perform the attack through the
+// real App; every expectation in them is checked, and TestScenarios holds
+// their whole output to the golden.
+
+// TestM1ValidatorSlotsFreed: two squatters create validators in a set of
+// three and unbond at once. Their slots free at once, they lose validator
+// privileges, and their records are removed after unbonding_blocks.
+func TestM1ValidatorSlotsFreed(t *testing.T) {
+	out, _ := runScenario(t, "testdata/scenarios/m1_validator_slots.txt")
+	for _, want := range []string{"h4 honest: ok", "validator_removed operator=m1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output has no %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestL2SameBlockUnbondsKeepTheSet: two validators unbonding in one block
+// cannot empty the set; a block in which no validator would have power
+// keeps CometBFT's last set.
+func TestL2SameBlockUnbondsKeepTheSet(t *testing.T) {
+	out, _ := runScenario(t, "testdata/scenarios/l2_empty_set.txt")
+	if !strings.Contains(out, "h4 b: code 29") {
+		t.Errorf("b's unbond was not refused:\n%s", out)
+	}
+}
+
+// TestL2UnbondWhileOtherJailedInBeginBlock: b double-signs and is jailed in
+// the beginBlock of the block in which a unbonds everything. CheckTx (which
+// cannot know the evidence) admits a's unbond; the block refuses it, since
+// b has no power any more, and the block reports no empty set.
+func TestL2UnbondWhileOtherJailedInBeginBlock(t *testing.T) {
+	doc := genesis.Default()
+	for _, n := range []string{"a", "b"} {
+		if err := doc.AddAccount(addrOf(n), types.OGPU(10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc.Validators = []genesis.Validator{
+		{Name: "a", Operator: addrOf("a"), PubKey: scenarioValKey("a"), Stake: types.OGPU(6_000)},
+		{Name: "b", Operator: addrOf("b"), PubKey: scenarioValKey("b"), Stake: types.OGPU(4_000)},
+	}
+	h := newHarness(t, store.NewMemTree(), doc)
+	h.block()
+	unbond := h.tx("a", (&escrow.MsgUnbond{Amount: types.OGPU(6_000)}).Raw())
+	if res := h.checkTx(unbond); res.Code != 0 {
+		t.Fatalf("CheckTx: %s", res.Log)
+	}
+	bAddr := consAddress(scenarioValKey("b"))
+	aAddr := consAddress(scenarioValKey("a"))
+	h.height++
+	res, err := h.app.FinalizeBlock(context.Background(), &abci.FinalizeBlockRequest{
+		Height: h.height, Txs: [][]byte{unbond}, Time: time.Unix(0, 0),
+		DecidedLastCommit: abci.CommitInfo{Votes: []abci.VoteInfo{
+			{Validator: abci.Validator{Address: aAddr[:], Power: 6_000}, BlockIdFlag: cmttypes.BlockIDFlagCommit},
+			{Validator: abci.Validator{Address: bAddr[:], Power: 4_000}, BlockIdFlag: cmttypes.BlockIDFlagCommit},
+		}},
+		Misbehavior: []abci.Misbehavior{{Type: abci.MISBEHAVIOR_TYPE_DUPLICATE_VOTE, Validator: abci.Validator{Address: bAddr[:]},
+			Height: h.height - 1, Time: time.Unix(0, 0), TotalVotingPower: 10_000}},
+	})
+	if err != nil {
+		t.Fatalf("FinalizeBlock: %v", err)
+	}
+	if _, err := h.app.Commit(context.Background(), &abci.CommitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a's unbond: code %d %s; validator updates: %d", res.TxResults[0].Code, res.TxResults[0].Log, len(res.ValidatorUpdates))
+	if res.TxResults[0].Code != types.CodeOf(types.ErrInsufficientStake) {
+		t.Errorf("a's unbond in the block that jails b: code %d (%s), want it refused as the last validator", res.TxResults[0].Code, res.TxResults[0].Log)
+	}
+	snap, _ := h.tree.Snapshot(0)
+	k := escrow.NewKeeper(snap)
+	var reported int64
+	k.IterateValidators(func(_ types.Address, v *escrow.Validator) bool { reported += k.ReportedPower(v.PubKey); return false })
+	if reported == 0 {
+		t.Errorf("the block left CometBFT with an empty validator set (updates %v)", res.ValidatorUpdates)
+	}
+}
