@@ -108,6 +108,12 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	if err != nil {
 		return nil, err
 	}
+	// CometBFT always passes its consensus params; tests may leave them out.
+	if cp := req.ConsensusParams; cp != nil && cp.Evidence != nil {
+		if err := doc.Params.Staking.CheckEvidenceAge(cp.Evidence.MaxAgeNumBlocks); err != nil {
+			return nil, err
+		}
+	}
 	if req.InitialHeight > 1 {
 		a.tree.SetInitialVersion(uint64(req.InitialHeight))
 	}

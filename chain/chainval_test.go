@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,44 @@ func TestL2UnbondWhileOtherJailedInBeginBlock(t *testing.T) {
 	k.IterateValidators(func(_ types.Address, v *escrow.Validator) bool { reported += k.ReportedPower(v.PubKey); return false })
 	if reported == 0 {
 		t.Errorf("the block left CometBFT with an empty validator set (updates %v)", res.ValidatorUpdates)
+	}
+}
+
+// TestL3EvidenceLateStillSlashes: a double-signer unbonds everything after
+// the infraction; the evidence lands 26 blocks later and still slashes the
+// stake that backed the infraction height, and only that stake.
+func TestL3EvidenceLateStillSlashes(t *testing.T) {
+	out, _ := runScenario(t, "testdata/scenarios/l3_evidence_late.txt")
+	if !strings.Contains(out, `reason="double signing" slashed=150ogpu`) {
+		t.Errorf("the late evidence did not slash 150ogpu:\n%s", out)
+	}
+}
+
+// TestL3EvidenceAgeBelowUnbonding: InitChain refuses consensus params under
+// which evidence outlives the unbonding period (CometBFT's default evidence
+// age, 100,000 blocks, against 1,200 blocks of unbonding), and accepts an
+// evidence age below it.
+func TestL3EvidenceAgeBelowUnbonding(t *testing.T) {
+	doc := testGenesis()
+	bz, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := func(maxAge int64) error {
+		app := NewApp(store.NewMemTree())
+		_, err := app.InitChain(context.Background(), &abci.InitChainRequest{ChainId: testChainID, AppStateBytes: bz, InitialHeight: 1,
+			ConsensusParams: &cmttypes.ConsensusParams{Evidence: &cmttypes.EvidenceParams{MaxAgeNumBlocks: maxAge, MaxAgeDuration: time.Second}}})
+		return err
+	}
+	err = init(100_000)
+	t.Logf("evidence age 100000, unbonding %d: %v", doc.Params.Staking.UnbondingBlocks, err)
+	if err == nil || !strings.Contains(err.Error(), "max_age_num_blocks = 100000") {
+		t.Errorf("evidence age 100000 against unbonding %d: %v, want a refusal", doc.Params.Staking.UnbondingBlocks, err)
+	}
+	if err := init(int64(doc.Params.Staking.UnbondingBlocks)); err == nil {
+		t.Errorf("an evidence age equal to unbonding_blocks was accepted")
+	}
+	if err := init(genesis.DefaultEvidenceMaxAgeBlocks); err != nil {
+		t.Errorf("the default evidence age: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/holiman/uint256"
@@ -130,6 +131,30 @@ func DefaultMarketParams() MarketParams {
 		ProviderJailBlocks: 200,
 		CompensationBps:    5_000,
 	}
+}
+
+// Evidence age defaults for CometBFT's consensus params (genesis.json,
+// consensus_params.evidence): evidence of an equivocation is accepted
+// until it is older than BOTH max_age_num_blocks and max_age_duration.
+// The app slashes only stake that is still bonded or unbonding, so
+// evidence must expire before unbonding stake matures: CheckEvidenceAge
+// requires max_age_num_blocks < unbonding_blocks, and the default
+// duration (10 s) stays below unbonding_blocks blocks at any block time
+// above 9 ms. A production network with weeks of unbonding raises both.
+const (
+	DefaultEvidenceMaxAgeBlocks   = 1_000
+	DefaultEvidenceMaxAgeDuration = 10 * time.Second
+)
+
+// CheckEvidenceAge refuses consensus params under which equivocation
+// evidence could arrive after the stake that backed it has left: the
+// evidence max age in blocks must be below unbonding_blocks.
+func (p StakingParams) CheckEvidenceAge(maxAgeBlocks int64) error {
+	if maxAgeBlocks <= 0 || uint64(maxAgeBlocks) >= p.UnbondingBlocks {
+		return fmt.Errorf("consensus_params.evidence.max_age_num_blocks = %d must be positive and below params.staking.unbonding_blocks = %d: evidence older than the unbonding period would find the double-signer's stake gone (lower the evidence age or raise unbonding_blocks)",
+			maxAgeBlocks, p.UnbondingBlocks)
+	}
+	return nil
 }
 
 // Validate reports the first staking parameter out of range.

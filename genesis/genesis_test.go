@@ -373,3 +373,18 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestL3DefaultEvidenceAge: the default evidence max age is below the
+// default unbonding period, and CometBFT's own default (100,000 blocks) is
+// refused against it.
+func TestL3DefaultEvidenceAge(t *testing.T) {
+	p := DefaultStakingParams()
+	if err := p.CheckEvidenceAge(DefaultEvidenceMaxAgeBlocks); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, age := range []int64{0, -1, int64(p.UnbondingBlocks), 100_000} {
+		if err := p.CheckEvidenceAge(age); err == nil {
+			t.Errorf("evidence age %d against unbonding %d accepted", age, p.UnbondingBlocks)
+		}
+	}
+}
