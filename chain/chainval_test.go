@@ -133,3 +133,13 @@ func TestL3EvidenceAgeBelowUnbonding(t *testing.T) {
 		t.Errorf("the default evidence age: %v", err)
 	}
 }
+
+// TestL1RevealThenDodgeForfeits: bob reveals the lowest bid, then unbonds 1
+// base unit below the minimum in the close block. He is dropped from the
+// auction and his deposit is burned, not refunded.
+func TestL1RevealThenDodgeForfeits(t *testing.T) {
+	out, _ := runScenario(t, "testdata/scenarios/l1_dodge.txt")
+	if !strings.Contains(out, "bid_forfeited job=1 stage=0 provider=bob deposit=1ogpu") {
+		t.Errorf("bob's deposit was not forfeited:\n%s", out)
+	}
+}

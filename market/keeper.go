@@ -515,13 +515,20 @@ type ranked struct {
 
 // rank orders eligible revealed bids: auctions by price, then reputation
 // (higher first), then hash(block hash | job | stage | provider); pools by
-// arrival.
-func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
+// arrival. Revealed bids whose provider is no longer eligible are returned
+// in dropped with the reason: their deposits are forfeited (L1), like an
+// unrevealed bid's, or revealing and then making oneself ineligible would
+// be a free way out of the auction.
+func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked, dropped map[types.Address]string) {
 	var all []ranked
 	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, stage), func(key, _ []byte) bool {
 		addr := types.BytesToAddress(key[len(key)-types.AddressLength:])
 		b, _ := GetBid(k.kv, j.ID, stage, addr)
-		if Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr) != nil {
+		if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr); err != nil {
+			if dropped == nil {
+				dropped = map[types.Address]string{} // looked up only, never ranged over
+			}
+			dropped[addr] = "ineligible at the close: " + err.Error()
 			return false
 		}
 		h := sha256.New()
@@ -549,9 +556,9 @@ func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
 	slices.SortFunc(all, less)
 	n := int(j.Redundancy)
 	if len(all) < n {
-		return all, nil
+		return all, nil, dropped
 	}
-	return all[:n], all[n:]
+	return all[:n], all[n:], dropped
 }
 
 func cmpU64(a, b uint64) int {
@@ -576,9 +583,11 @@ func (k *Keeper) close(j *Job) {
 		price            *uint256.Int
 	}
 	awards := make([]award, j.Stages)
+	dropped := make([]map[types.Address]string, j.Stages)
 	awarded := 0
 	for s := uint16(0); s < j.Stages; s++ {
-		w, b := k.rank(j, s)
+		w, b, out := k.rank(j, s)
+		dropped[s] = out
 		price := j.MaxPrice.Clone()
 		if len(b) > 0 && j.Mode == ModeAuction {
 			price = b[0].price.Clone() // the (r+1)-th lowest eligible bid
@@ -588,13 +597,20 @@ func (k *Keeper) close(j *Job) {
 			awarded++
 		}
 	}
-	// Deposits: revealed bids get theirs back, sealed ones lose it.
+	// Deposits: revealed bids of providers still eligible get theirs back;
+	// sealed ones, and revealed ones whose provider became ineligible
+	// before the close, lose it.
 	for _, b := range Bids(k.kv, j.ID) {
-		if b.Revealed {
+		reason, out := dropped[b.Stage][b.Provider]
+		switch {
+		case b.Revealed && !out:
 			k.esc.Release(j.ID, b.Provider, b.Deposit)
-		} else {
+		case b.Revealed:
 			k.esc.BurnLocked(j.ID, b.Deposit)
-			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit})
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: reason})
+		default:
+			k.esc.BurnLocked(j.ID, b.Deposit)
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: "not revealed"})
 		}
 	}
 	k.clearBook(j.ID)
