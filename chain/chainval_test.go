@@ -3,15 +3,18 @@ package chain
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -141,5 +144,88 @@ func TestL1RevealThenDodgeForfeits(t *testing.T) {
 	out, _ := runScenario(t, "testdata/scenarios/l1_dodge.txt")
 	if !strings.Contains(out, "bid_forfeited job=1 stage=0 provider=bob deposit=1ogpu") {
 		t.Errorf("bob's deposit was not forfeited:\n%s", out)
+	}
+}
+
+// signTxFee is signTx with a chosen fee.
+func signTxFee(t testing.TB, name string, nonce uint64, fee *uint256.Int, msgs ...types.RawMsg) []byte {
+	t.Helper()
+	tx := &types.Tx{Body: types.TxBody{ChainID: testChainID, Nonce: nonce, Fee: fee, Msgs: msgs}}
+	if err := tx.Sign(testKey(name)); err != nil {
+		t.Fatal(err)
+	}
+	bz, err := tx.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bz
+}
+
+func worstCaseJob(stages, r uint16) *market.MsgPostJob {
+	reqs := make([]string, market.MaxAttributes)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf("gpu/vendor/nvidia/model/m%d/ram>=%dGi", i, i+1)
+	}
+	return &market.MsgPostJob{Kind: market.KindInference, Mode: market.ModeAuction, Stages: stages, Redundancy: r,
+		MaxPrice: uint256.NewInt(10_000_000_000_000_000), Req: market.Requirements{MinStake: new(uint256.Int), Attributes: reqs},
+		Model: types.Hash{1}, ModelSize: 1000, Input: types.Hash{2}, Windows: market.Windows{Bid: 5, Reveal: 2, Execute: 3, Verify: 3}}
+}
+
+// TestM2RefusedBidDoesNoMatching: a commit-bid whose sender cannot pay the
+// deposit is refused in CheckTx before the 64 × 64 attribute matching
+// runs; and a job's gas grows with its stages × redundancy, so a 64-stage,
+// 16-replica job pays for its close and a fee sized for a 1 × 2 job is
+// refused.
+func TestM2RefusedBidDoesNoMatching(t *testing.T) {
+	doc := testGenesis()
+	h := newHarness(t, store.NewMemTree(), doc)
+	attrs := make([]string, market.MaxAttributes)
+	for i := range attrs {
+		attrs[i] = fmt.Sprintf("gpu/vendor/nvidia/model/x%d/ram/%dGi", i, i)
+	}
+	h.block(h.tx("bob", (&market.MsgRegisterProvider{Info: market.ProviderInfo{PeerID: "peer-bob", Attributes: attrs}}).Raw()),
+		h.tx("bob", (&escrow.MsgBond{Amount: types.OGPU(100)}).Raw()))
+	// bob keeps 1.5 oGPU: the 1 oGPU fee, then 0.5 for a 1 oGPU deposit.
+	h.block(h.tx("bob", send("carol", uint256.MustFromDecimal("895500000000000000000"))))
+	h.block(h.tx("alice", worstCaseJob(1, 2).Raw()))
+	if res := h.block(); len(res) != 0 {
+		t.Fatal(res)
+	}
+	before := market.MatchAllRuns()
+	bid := h.tx("bob", (&market.MsgCommitBid{Job: 1, Stage: 0, Commitment: types.Hash{3}}).Raw())
+	res := h.checkTx(bid)
+	runs := market.MatchAllRuns() - before
+	t.Logf("refused commit-bid: code %d (%s); MatchAll runs: %d", res.Code, res.Log, runs)
+	if res.Code != types.CodeOf(types.ErrInsufficientFunds) {
+		t.Errorf("the bid: code %d (%s), want it refused for the deposit", res.Code, res.Log)
+	}
+	if runs != 0 {
+		t.Errorf("a bid refused for its deposit ran MatchAll %d times", runs)
+	}
+
+	small, large := worstCaseJob(1, 2).Raw(), worstCaseJob(64, 16).Raw()
+	p := doc.Params
+	feeSmall := p.RequiredFee(len(signTxFee(t, "alice", 1, new(uint256.Int).SetAllOne(), small))+65, MsgWorks([]types.RawMsg{small}))
+	gasSmall := h.checkTx(signTxFee(t, "alice", 1, feeSmall, small)).GasWanted
+	if res := h.checkTx(signTxFee(t, "alice", 2, feeSmall, large)); res.Code != types.CodeOf(types.ErrFeeTooLow) {
+		t.Errorf("a 64 x 16 job paying a 1 x 2 job's fee: code %d (%s), want fee too low", res.Code, res.Log)
+	} else {
+		t.Logf("a 64 x 16 job paying a 1 x 2 job's fee: %s", res.Log)
+	}
+	resLarge := h.checkTx(signTxFee(t, "alice", 2, types.OGPU(1), large))
+	gasLarge := resLarge.GasWanted
+	t.Logf("post-job gas: 1 stage x 2 = %d, 64 stages x 16 = %d (code %d %s)", gasSmall, gasLarge, resLarge.Code, resLarge.Log)
+	if resLarge.Code != 0 || gasSmall == 0 || gasLarge-gasSmall < int64(1022*p.WorkGas.SlotGas+63*p.WorkGas.StageGas) {
+		t.Errorf("a 64 x 16 job uses %d gas, a 1 x 2 one %d: not proportional to the close's work", gasLarge, gasSmall)
+	}
+}
+
+// TestM3ReputationFarming: two sybils agree on junk in 12 one-base-unit
+// jobs: their score stays 500 (it was 928 before the fix). Paying them
+// 1ogpu per slot counts, at the validator fee's cost to the farmer.
+func TestM3ReputationFarming(t *testing.T) {
+	out, _ := runScenario(t, "testdata/scenarios/m3_rep_farm.txt")
+	if !strings.Contains(out, "s1 registered=1 class=\"\" attrs= reputation=500 (done=0 agreed=0") {
+		t.Errorf("the 1-base-unit jobs moved the sybils' reputation:\n%s", out)
 	}
 }

@@ -408,11 +408,16 @@ func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already bid on job %d stage %d", from, j.ID, m.Stage)
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
-		return err
-	}
+	// Cheap stateful checks before the eligibility matching (M2): a bid
+	// refused here costs its sender nothing but costs the node little.
 	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
 		return types.ErrWrongPhase.Wrapf("job %d stage %d has the maximum of %d bids", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.canPayDeposit(from, "bid"); err != nil {
+		return err
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
 		return fmt.Errorf("cannot lock the bid deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
@@ -422,6 +427,16 @@ func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
 	k.setJob(j)
 	k.emit(EventBidCommitted{Job: j.ID, Stage: m.Stage, Provider: from, Deposit: b.Deposit})
+	return nil
+}
+
+// canPayDeposit refuses a bid or claim whose sender cannot pay the deposit,
+// without writing: it runs before the eligibility matching (M2).
+func (k *Keeper) canPayDeposit(from types.Address, what string) error {
+	if bal := k.esc.Balance(from); bal.Lt(k.p.BidDeposit) {
+		return fmt.Errorf("cannot lock the %s deposit of %s: %w", what, types.FormatAmount(k.p.BidDeposit),
+			types.ErrInsufficientFunds.Wrapf("%s has %s, needs %s", from, types.FormatAmount(bal), types.FormatAmount(k.p.BidDeposit)))
+	}
 	return nil
 }
 
@@ -485,11 +500,15 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
-		return err
-	}
+	// Cheap stateful checks before the eligibility matching (M2).
 	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
 		return types.ErrWrongPhase.Wrapf("job %d task %d has the maximum of %d claims", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.canPayDeposit(from, "claim"); err != nil {
+		return err
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
 		return fmt.Errorf("cannot lock the claim deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
