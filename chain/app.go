@@ -25,7 +25,7 @@ import (
 
 // AppVersion is the version of the state machine's rules, reported to
 // CometBFT. Any change that can change an app hash bumps it.
-const AppVersion uint64 = 2
+const AppVersion uint64 = 3
 
 // Version is the software version.
 const Version = "0.1.0"
@@ -107,6 +107,12 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	doc, err := genesis.Parse(req.AppStateBytes)
 	if err != nil {
 		return nil, err
+	}
+	// CometBFT always passes its consensus params; tests may leave them out.
+	if cp := req.ConsensusParams; cp != nil && cp.Evidence != nil {
+		if err := doc.Params.Staking.CheckEvidenceAge(cp.Evidence.MaxAgeNumBlocks); err != nil {
+			return nil, err
+		}
 	}
 	if req.InitialHeight > 1 {
 		a.tree.SetInitialVersion(uint64(req.InitialHeight))

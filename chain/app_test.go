@@ -154,12 +154,12 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 var goldenHashes = []string{
-	"9b742b01becb1344685ef4d9404bd89eebb4adb4e97b79a2199142509148384d",
-	"a0385ec18acc42cb3859306bb191b4c9d1b925ab7e3a931dd802154cfcf69415",
-	"5c19e69756fc5e5ba954aeb7cf1bfed9a697c6ff8088eab765cfeeaa9fe92464",
-	"516491f52facd882baf5353b3a040dfa0ef07cb75da55cf9d348edb76e194e05",
-	"fa2cdb48fb98ba7cff2fcef5d57e6b1165ba17332c38d24279ef1c9e3c172ddf",
-	"b408d0356927cb1008a977e9739b7c5b07cfd5d66bb5458b9053223e2f6cfbd5",
+	"cec59f59f7c3d4747742ebbe25ab6c612c4ea8077ec2a994dfacdda0e51b9953",
+	"c54495a9422213220cd3ab37a54706c79dc7564b0912e6e67139685abc4b5f5c",
+	"ef10aa6c94ca6025e12d46477b0120b0d0b1b85c20933a055ff7ec60dc33adeb",
+	"3bf4f5cc3a77efe7143448de337c6fc64b522e779cce40766e44859656acf058",
+	"d4e2c2bc220548559a35d25d172e090b20c3e0da63bce7728f9303052b8264e0",
+	"622d34f9cb69e44fc77d07d0d50e9398d1ea7ba222e28402ea465848a2e1e4a9",
 }
 
 func runScript(t testing.TB) []string {

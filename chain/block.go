@@ -51,7 +51,7 @@ func beginBlock(kv store.KV, p genesis.Params, env blockEnv, req *abci.FinalizeB
 		if v.Tombstoned {
 			continue // punished once per validator
 		}
-		res := k.Slash(op, p.Staking.DoubleSignSlashBps, types.Address{}, 0)
+		res := k.SlashFrom(op, p.Staking.DoubleSignSlashBps, types.Address{}, 0, slashableFrom(p.Staking, m.Height))
 		k.Jail(op, ^uint64(0), true)
 		evs.Emit(escrow.EventValidatorJailed{Operator: op, Until: ^uint64(0), Tombstoned: true, Reason: "double signing", Slashed: res.Slashed})
 	}
@@ -82,6 +82,21 @@ func beginBlock(kv store.KV, p genesis.Params, env blockEnv, req *abci.FinalizeB
 	}
 }
 
+// slashableFrom is the earliest maturity of an unbonding entry that backed
+// an infraction at height infraction. An entry maturing at m started
+// unbonding in block m - unbonding_blocks; CometBFT applies the power
+// changes of block s from height s+2, so that stake still backed the
+// validator's power at s+1. Entries that started unbonding before
+// infraction-1 had left its power already: they are not slashed. Later
+// ones are, however late the evidence lands (genesis keeps the evidence
+// max age below unbonding_blocks, so they have not matured).
+func slashableFrom(p genesis.StakingParams, infraction int64) uint64 {
+	if infraction < 1 {
+		return 0
+	}
+	return uint64(infraction) - 1 + p.UnbondingBlocks
+}
+
 func padAddr(b []byte) []byte {
 	out := make([]byte, 20)
 	copy(out, b)
@@ -97,9 +112,12 @@ func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []
 	for _, m := range k.MatureUnbondings(env.height) {
 		evs.Emit(escrow.EventUnbonded{Account: m.Addr, Amount: m.Amount})
 	}
-	updates := k.PowerUpdates(p.Staking)
+	updates, removed := k.EndBlockPower(p.Staking, env.height)
 	for _, u := range updates {
 		evs.Emit(escrow.EventPowerChanged{Operator: u.Operator, Name: u.Name, Power: uint64(u.Power)})
+	}
+	for _, r := range removed {
+		evs.Emit(escrow.EventValidatorRemoved{Operator: r.Operator, Name: r.Name})
 	}
 	if paid := k.DistributeFees(); !paid.IsZero() {
 		evs.Emit(escrow.EventFeesDistributed{Amount: paid})

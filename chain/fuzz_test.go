@@ -85,7 +85,7 @@ func modelTx(doc *genesis.Doc, bz []byte) txModel {
 	case b.Nonce > next:
 		return reject(types.ErrNonceAhead)
 	}
-	if b.Fee.Lt(p.RequiredFee(len(bz), len(b.Msgs))) {
+	if b.Fee.Lt(p.RequiredFee(len(bz), MsgWorks(b.Msgs))) {
 		return reject(types.ErrFeeTooLow)
 	}
 	if bal(b.From).Lt(b.Fee) {

@@ -78,6 +78,11 @@ type ValidatorView struct {
 	JailedUntil uint64        `json:"jailed_until,omitempty"`
 	Tombstoned  bool          `json:"tombstoned"`
 	Missed      uint64        `json:"missed_blocks"`
+	// Active is escrow.IsActiveValidator: not jailed or tombstoned, at
+	// least the minimum stake, power. Only an active validator has a
+	// validator's privileges (canaries, dispute votes, job data); the
+	// other records are listed for their operators and explorers.
+	Active bool `json:"active"`
 }
 
 // ExportView is the answer to /export.
@@ -154,8 +159,12 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 	case path == QueryValidators:
 		vals := []ValidatorView{}
 		ek := escrow.NewKeeper(snap)
+		var sp genesis.StakingParams
+		if snap.Version() > 0 {
+			sp = getParams(snap).Staking
+		}
 		ek.IterateValidators(func(op types.Address, v *escrow.Validator) bool {
-			vals = append(vals, validatorView(ek, op, v))
+			vals = append(vals, validatorView(sp, ek, op, v))
 			return false
 		})
 		return jsonRes(vals)

@@ -353,7 +353,7 @@ func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, err
 		ek := escrow.NewKeeper(snap)
 		v := StakeView{Address: a, Bonded: ek.Bonded(a), Unbonding: ek.Unbondings(a)}
 		if val, ok := ek.GetValidator(a); ok {
-			vv := validatorView(ek, a, val)
+			vv := validatorView(getParams(snap).Staking, ek, a, val)
 			v.Validator = &vv
 		}
 		return v, true, nil
@@ -401,7 +401,8 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNo
 	return v
 }
 
-func validatorView(ek escrow.Keeper, op types.Address, v *escrow.Validator) ValidatorView {
+func validatorView(p genesis.StakingParams, ek escrow.Keeper, op types.Address, v *escrow.Validator) ValidatorView {
 	return ValidatorView{Name: v.Name, Operator: op, PubKey: v.PubKey, Power: uint64(ek.ReportedPower(v.PubKey)),
-		Stake: ek.Bonded(op), Jailed: v.Jailed, JailedUntil: v.JailedUntil, Tombstoned: v.Tombstoned, Missed: v.Missed}
+		Stake: ek.Bonded(op), Jailed: v.Jailed, JailedUntil: v.JailedUntil, Tombstoned: v.Tombstoned, Missed: v.Missed,
+		Active: ek.IsActiveValidator(p, op)}
 }

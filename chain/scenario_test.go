@@ -20,12 +20,15 @@ package chain
 //	tx NAME VERB ARGS... [expect-code N]
 //	                                   one tx in its own block; CheckTx must give the same
 //	                                   code as FinalizeBlock (0 unless expect-code)
-//	block [hash=WORD] [absent=N,..] [double-sign=N,..]
+//	block [hash=WORD] [absent=N,..] [double-sign=N,..] [infraction=H]
+//	                                   infraction: the height of the double signing
+//	                                   (default: the block before)
 //	  tx ...                           several txs in one block
 //	end
 //	advance N [absent=N,..]            N blocks without txs
 //	expect balance|stake|unbonding NAME AMOUNT
 //	expect power NAME N                validator power last sent to CometBFT
+//	expect active NAME true|false      escrow.IsActiveValidator
 //	expect reputation NAME SCORE
 //	expect job ID state STATE | expect job ID locked AMOUNT
 //	expect fee-pool AMOUNT | expect burned AMOUNT | expect height N
@@ -200,6 +203,7 @@ type blockOpts struct {
 	hash       []byte
 	absent     []string
 	doubleSign []string
+	infraction int64
 }
 
 type pendingBlock struct {
@@ -432,6 +436,8 @@ func (s *scenario) blockOpts(args []string) blockOpts {
 			o.absent = strings.Split(v, ",")
 		case "double-sign":
 			o.doubleSign = strings.Split(v, ",")
+		case "infraction":
+			o.infraction = int64(s.parseUint(v))
 		default:
 			s.fatalf("unknown block option %q", k)
 		}
@@ -786,9 +792,13 @@ func (s *scenario) finalize(txs []pendingTx, o blockOpts) {
 	}
 	for _, n := range o.doubleSign {
 		a := consAddress(scenarioValKey(n))
+		at := h.height - 1
+		if o.infraction != 0 {
+			at = o.infraction
+		}
 		req.Misbehavior = append(req.Misbehavior, abci.Misbehavior{
 			Type: abci.MISBEHAVIOR_TYPE_DUPLICATE_VOTE, Validator: abci.Validator{Address: a[:]},
-			Height: h.height - 1, Time: time.Unix(0, 0), TotalVotingPower: total,
+			Height: at, Time: time.Unix(0, 0), TotalVotingPower: total,
 		})
 	}
 	res, err := h.app.FinalizeBlock(context.Background(), req)
@@ -937,6 +947,12 @@ func (s *scenario) expect(f []string) {
 		}
 		if want := int64(s.parseUint(f[2])); got != want {
 			s.failf("power of %s is %d, want %d", f[1], got, want)
+		}
+	case "active":
+		s.need(f, 3, "expect active NAME true|false")
+		got := k.IsActiveValidator(getParams(kv).Staking, s.addr(f[1]))
+		if want := f[2] == "true"; got != want {
+			s.failf("%s active is %t, want %t", f[1], got, want)
 		}
 	case "reputation":
 		s.need(f, 3, "expect reputation NAME SCORE")

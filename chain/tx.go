@@ -83,9 +83,31 @@ func decode[M any](data []byte, dec func([]byte) (M, error), h func(M) handler) 
 	return h(m), nil
 }
 
-// decodeMsg turns a raw message into its handler, checking everything that
-// can be checked without state.
-func decodeMsg(m types.RawMsg) (handler, error) {
+// MsgWorks is the work of each message for the fee (genesis.Params.Gas),
+// from the messages alone: what a client computes its fee with. A message
+// that does not decode counts as a plain one (the transaction is refused).
+func MsgWorks(msgs []types.RawMsg) []genesis.MsgWork {
+	out := make([]genesis.MsgWork, len(msgs))
+	for i, m := range msgs {
+		_, out[i], _ = decodeMsg(m)
+	}
+	return out
+}
+
+// decodeMsg turns a raw message into its handler and the work it causes,
+// checking everything that can be checked without state.
+func decodeMsg(m types.RawMsg) (handler, genesis.MsgWork, error) {
+	var work genesis.MsgWork
+	h, err := decodeHandler(m, &work)
+	return h, work, err
+}
+
+// bidWork is a bid's or claim's: its eligibility check compares up to every
+// requirement of the job with every attribute of the provider, in CheckTx
+// and again at the close. It is charged at the bound (genesis.WorkGas).
+var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
+func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	switch m.Type {
 	case types.MsgTypeSend:
 		return decode(m.Data, escrow.DecodeMsgSend, func(msg *escrow.MsgSend) handler {
@@ -118,7 +140,10 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		})
 	case types.MsgTypeBond:
 		return decode(m.Data, escrow.DecodeMsgBond, func(msg *escrow.MsgBond) handler {
-			return escrowHandler(func(k escrow.Keeper, _ genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+			return escrowHandler(func(k escrow.Keeper, p genesis.Params, _ blockEnv, from types.Address, evs *types.Events) error {
+				if err := k.CheckBondSlot(p.Staking, from, msg.Amount); err != nil {
+					return err
+				}
 				if err := k.Bond(from, msg.Amount); err != nil {
 					return err
 				}
@@ -154,6 +179,7 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		})
 	case types.MsgTypePostJob:
 		return decode(m.Data, market.DecodeMsgPostJob, func(msg *market.MsgPostJob) handler {
+			*work = genesis.MsgWork{Stages: uint64(msg.Stages), Slots: uint64(msg.Stages) * uint64(msg.Redundancy), Requirements: uint64(len(msg.Req.Attributes))}
 			return marketHandler(func(k *market.Keeper, from types.Address) error { _, err := k.PostJob(from, msg); return err })
 		})
 	case types.MsgTypeCancelJob:
@@ -162,6 +188,7 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		})
 	case types.MsgTypeCommitBid:
 		return decode(m.Data, market.DecodeMsgCommitBid, func(msg *market.MsgCommitBid) handler {
+			*work = bidWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.CommitBid(from, msg) })
 		})
 	case types.MsgTypeRevealBid:
@@ -170,6 +197,7 @@ func decodeMsg(m types.RawMsg) (handler, error) {
 		})
 	case types.MsgTypeClaimTask:
 		return decode(m.Data, market.DecodeMsgClaimTask, func(msg *market.MsgClaimTask) handler {
+			*work = bidWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ClaimTask(from, msg) })
 		})
 	case types.MsgTypeCommitResult:
@@ -217,7 +245,8 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 		return fail(stageRejected, 0, err)
 	}
 	body := &tx.Body
-	gas := params.Gas(len(bz), len(body.Msgs))
+	// Until the messages are decoded, a refusal reports their plain gas.
+	gas := params.Gas(len(bz), make([]genesis.MsgWork, len(body.Msgs)))
 	if chainID := string(kv.Get(ChainIDKey())); body.ChainID != chainID {
 		return fail(stageRejected, gas, types.ErrWrongChainID.Wrapf("transaction is for chain %q, this is %q", body.ChainID, chainID))
 	}
@@ -228,11 +257,13 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 		return fail(stageRejected, gas, types.ErrTooManyMsgs.Wrapf("%d messages, the limit is %d", len(body.Msgs), params.MaxMsgs))
 	}
 	handlers := make([]handler, len(body.Msgs))
+	work := make([]genesis.MsgWork, len(body.Msgs))
 	for i, m := range body.Msgs {
-		if handlers[i], err = decodeMsg(m); err != nil {
+		if handlers[i], work[i], err = decodeMsg(m); err != nil {
 			return fail(stageRejected, gas, fmt.Errorf("message %d: %w", i, err))
 		}
 	}
+	gas = params.Gas(len(bz), work)
 	if err := tx.VerifySignature(); err != nil {
 		return fail(stageRejected, gas, err)
 	}
@@ -243,7 +274,8 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	case body.Nonce > next:
 		return fail(stageRejected, gas, types.ErrNonceAhead.Wrapf("nonce %d of %s is ahead; the next nonce is %d: send the missing nonces first", body.Nonce, body.From, next))
 	}
-	if required := params.RequiredFee(len(bz), len(body.Msgs)); body.Fee.Lt(required) {
+	// The fee is checked before any message runs: cheap checks first.
+	if required := params.RequiredFee(len(bz), work); body.Fee.Lt(required) {
 		return fail(stageRejected, gas, types.ErrFeeTooLow.Wrapf("fee %s is below the required %s (%d gas at %s per gas)",
 			types.FormatAmount(body.Fee), types.FormatAmount(required), gas, params.MinGasPrice.Dec()))
 	}
@@ -275,20 +307,27 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	return txResult{stage: stageOK, gas: gas, events: events, log: ""}
 }
 
-// lastValidatorGuard refuses an unbond that would take the last validator
-// with power below the minimum stake: CometBFT halts on an empty set.
+// lastValidatorGuard refuses an unbond that would leave no validator with
+// power: CometBFT halts on an empty set. It judges the set this block will
+// report, not the one last reported: every validator's power as its stake
+// and jail flag give it now (after beginBlock's jailing and the block's
+// earlier transactions), with this unbond applied. Two validators
+// unbonding in one block are judged one after the other, so the second is
+// refused. endBlock re-checks (escrow.EndBlockPower keeps the last set
+// when none would have power), for what no transaction decides: slashes
+// at the end of the block.
 func lastValidatorGuard(k escrow.Keeper, p genesis.Params, from types.Address, amt *uint256.Int) error {
 	v, ok := k.GetValidator(from)
-	if !ok || k.ReportedPower(v.PubKey) == 0 {
-		return nil
+	if !ok || k.Power(p.Staking, from, v) == 0 {
+		return nil // it gives no power now: unbonding cannot take any away
 	}
 	bonded := k.Bonded(from)
 	if !bonded.Lt(amt) && !new(uint256.Int).Sub(bonded, amt).Lt(p.Staking.MinValidatorStake) {
-		return nil
+		return nil // it keeps power
 	}
 	others := false
 	k.IterateValidators(func(op types.Address, o *escrow.Validator) bool {
-		others = op != from && k.ReportedPower(o.PubKey) > 0
+		others = op != from && k.Power(p.Staking, op, o) > 0
 		return others
 	})
 	if !others {

@@ -64,6 +64,15 @@ type EventPowerChanged struct {
 
 func (EventPowerChanged) EventType() string { return "power_changed" }
 
+// EventValidatorRemoved: a validator record below the minimum stake and
+// without power for unbonding_blocks was deleted; its consensus key is free.
+type EventValidatorRemoved struct {
+	Operator types.Address `event:"operator,index"`
+	Name     string        `event:"name"`
+}
+
+func (EventValidatorRemoved) EventType() string { return "validator_removed" }
+
 type EventFeesDistributed struct {
 	Amount *uint256.Int `event:"amount"`
 }

@@ -212,8 +212,21 @@ type SlashResult struct {
 // earliest first. compBps of it is paid to beneficiary (if not the zero
 // address) and the rest burned.
 func (k Keeper) Slash(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64) SlashResult {
+	return k.SlashFrom(addr, bps, beneficiary, compBps, 0)
+}
+
+// SlashFrom is Slash counting only the unbonding entries that mature at or
+// after minMatures: an entry maturing earlier started unbonding before the
+// stake it held could back what is punished (an equivocation at a past
+// height), so it is neither part of the base nor taken.
+func (k Keeper) SlashFrom(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, minMatures uint64) SlashResult {
 	bonded := k.Bonded(addr)
-	unbondings := k.Unbondings(addr)
+	var unbondings []Unbonding
+	for _, u := range k.Unbondings(addr) {
+		if u.Matures >= minMatures {
+			unbondings = append(unbondings, u)
+		}
+	}
 	base := bonded.Clone()
 	for _, u := range unbondings {
 		base.Add(base, u.Amount)
@@ -287,6 +300,11 @@ type Validator struct {
 	Tombstoned  bool
 	// Missed counts consecutive blocks the validator did not sign.
 	Missed uint64
+	// PowerLost is the height at whose end CometBFT was last told this
+	// validator's power is 0 (0: never). A record without power for
+	// unbonding_blocks (longer than the evidence max age) can answer for
+	// nothing any more and is removed; see RemovableValidator.
+	PowerLost uint64 `rlp:"optional"`
 }
 
 // GetValidator returns operator's validator record.
@@ -335,10 +353,9 @@ func (k Keeper) CreateValidator(p genesis.StakingParams, operator types.Address,
 	if total := new(uint256.Int).Add(k.Bonded(operator), selfBond); total.Lt(p.MinValidatorStake) {
 		return types.ErrInsufficientStake.Wrapf("a validator needs at least %s bonded; %s would have %s", types.FormatAmount(p.MinValidatorStake), operator, types.FormatAmount(total))
 	}
-	var count uint64
-	k.IterateValidators(func(types.Address, *Validator) bool { count++; return false })
-	if count >= p.MaxValidators {
-		return types.ErrInvalidMsg.Wrapf("the validator set is full (%d)", p.MaxValidators)
+	if held := k.HeldSlots(p); held >= p.MaxValidators {
+		return types.ErrInvalidMsg.Wrapf("the validator set is full: %d validators hold at least %s bonded (max_validators %d); a slot frees when one unbonds below the minimum",
+			held, types.FormatAmount(p.MinValidatorStake), p.MaxValidators)
 	}
 	if !selfBond.IsZero() {
 		if err := k.Bond(operator, selfBond); err != nil {
@@ -348,6 +365,58 @@ func (k Keeper) CreateValidator(p genesis.StakingParams, operator types.Address,
 	k.SetValidator(operator, &Validator{Name: name, PubKey: bytes.Clone(pubKey)})
 	k.kv.Set(ConsKeyKey(pubKey), operator.Bytes())
 	return nil
+}
+
+// holdsSlot reports whether a record occupies one of max_validators slots:
+// it has the minimum stake bonded and can still return to the set
+// (tombstoned records never can). Jailed records with the stake keep
+// their slot: they may unjail.
+func (k Keeper) holdsSlot(p genesis.StakingParams, op types.Address, v *Validator) bool {
+	return !v.Tombstoned && !k.Bonded(op).Lt(p.MinValidatorStake)
+}
+
+// HeldSlots counts the validator records that occupy a slot (holdsSlot).
+// Records below the minimum stake do not: they cannot have power, so
+// squatters that unbond free their slot at once.
+func (k Keeper) HeldSlots(p genesis.StakingParams) uint64 {
+	var n uint64
+	k.IterateValidators(func(op types.Address, v *Validator) bool {
+		if k.holdsSlot(p, op, v) {
+			n++
+		}
+		return false
+	})
+	return n
+}
+
+// CheckBondSlot refuses a bond of amt that would bring a validator record
+// below the minimum stake back to it while every slot is held: without it
+// the set could grow past max_validators.
+func (k Keeper) CheckBondSlot(p genesis.StakingParams, addr types.Address, amt *uint256.Int) error {
+	v, ok := k.GetValidator(addr)
+	if !ok || k.holdsSlot(p, addr, v) || v.Tombstoned {
+		return nil
+	}
+	if new(uint256.Int).Add(k.Bonded(addr), amt).Lt(p.MinValidatorStake) {
+		return nil
+	}
+	if held := k.HeldSlots(p); held >= p.MaxValidators {
+		return types.ErrInvalidMsg.Wrapf("validator %s is below the minimum stake and the validator set is full (%d of %d): bond below %s, or wait for a slot",
+			v.Name, held, p.MaxValidators, types.FormatAmount(p.MinValidatorStake))
+	}
+	return nil
+}
+
+// IsActiveValidator reports whether addr operates a validator that may act
+// as one (post canaries, vote on disputes, read job data): its record
+// exists, it is neither jailed nor tombstoned, it has at least the minimum
+// stake bonded, and so voting power.
+func (k Keeper) IsActiveValidator(p genesis.StakingParams, addr types.Address) bool {
+	v, ok := k.GetValidator(addr)
+	if !ok || v.Jailed || v.Tombstoned || k.Bonded(addr).Lt(p.MinValidatorStake) {
+		return false
+	}
+	return k.Power(p, addr, v) > 0
 }
 
 // IterateValidators calls fn for every validator in operator order.
@@ -393,27 +462,83 @@ type PowerUpdate struct {
 
 // PowerUpdates compares every validator's power with what CometBFT was last
 // told, records the new values, and returns the changes in operator order.
+// It is EndBlockPower at height 0 without removals (genesis, tests).
 func (k Keeper) PowerUpdates(p genesis.StakingParams) []PowerUpdate {
+	ups, _ := k.powerUpdates(p, 0, false)
+	return ups
+}
+
+// EndBlockPower is PowerUpdates at the end of block height, which also
+// removes the records RemovableValidator allows and returns them.
+//
+// It never empties the set: if no validator would have power, it changes
+// nothing and returns no update, so CometBFT keeps its last set (an empty
+// set halts every node). The chain goes on with those validators until
+// one of them, or a new one, has power again; StakeInvariant allows
+// exactly this case.
+func (k Keeper) EndBlockPower(p genesis.StakingParams, height uint64) ([]PowerUpdate, []Removed) {
+	return k.powerUpdates(p, height, true)
+}
+
+// Removed is a validator record deleted for having no stake to answer with.
+type Removed struct {
+	Operator types.Address
+	Name     string
+}
+
+func (k Keeper) powerUpdates(p genesis.StakingParams, height uint64, remove bool) ([]PowerUpdate, []Removed) {
 	type entry struct {
-		op types.Address
-		v  *Validator
+		op    types.Address
+		v     *Validator
+		power int64
 	}
 	var all []entry
-	k.IterateValidators(func(op types.Address, v *Validator) bool { all = append(all, entry{op, v}); return false })
+	var total int64
+	k.IterateValidators(func(op types.Address, v *Validator) bool {
+		e := entry{op, v, k.Power(p, op, v)}
+		total += e.power
+		all = append(all, e)
+		return false
+	})
+	if total == 0 {
+		return nil, nil
+	}
 	var out []PowerUpdate
+	var removed []Removed
 	for _, e := range all {
-		power := k.Power(p, e.op, e.v)
-		if power == k.ReportedPower(e.v.PubKey) {
+		reported := k.ReportedPower(e.v.PubKey)
+		if e.power == reported {
+			if remove && e.power == 0 && k.RemovableValidator(p, e.op, e.v, height) {
+				k.kv.Delete(ValidatorKey(e.op))
+				k.kv.Delete(ConsKeyKey(e.v.PubKey))
+				removed = append(removed, Removed{Operator: e.op, Name: e.v.Name})
+			}
 			continue
 		}
-		if power == 0 {
+		if e.power == 0 {
 			k.kv.Delete(powerKey(e.v.PubKey))
+			e.v.PowerLost = height
+			k.SetValidator(e.op, e.v)
 		} else {
-			k.kv.Set(powerKey(e.v.PubKey), be64(uint64(power)))
+			k.kv.Set(powerKey(e.v.PubKey), be64(uint64(e.power)))
 		}
-		out = append(out, PowerUpdate{Operator: e.op, Name: e.v.Name, PubKey: e.v.PubKey, Power: power})
+		out = append(out, PowerUpdate{Operator: e.op, Name: e.v.Name, PubKey: e.v.PubKey, Power: e.power})
 	}
-	return out
+	return out, removed
+}
+
+// RemovableValidator reports whether a record with no power can be
+// deleted at the end of block height, freeing its consensus key: it is
+// below the minimum stake (so it holds no slot), not tombstoned (a
+// tombstone is kept forever so that the key can never return), not
+// serving a jail term, CometBFT was told its power is 0, and that was at
+// least unbonding_blocks ago. Genesis keeps the evidence max age below
+// unbonding_blocks, so no evidence of an infraction from when it had power
+// can arrive after that. Any stake it keeps stays bonded to the operator
+// as an ordinary bond.
+func (k Keeper) RemovableValidator(p genesis.StakingParams, op types.Address, v *Validator, height uint64) bool {
+	return !v.Tombstoned && height >= v.JailedUntil && k.ReportedPower(v.PubKey) == 0 &&
+		k.Bonded(op).Lt(p.MinValidatorStake) && height >= v.PowerLost+p.UnbondingBlocks
 }
 
 // Jail takes operator's validator out of the set until height until.

@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/holiman/uint256"
@@ -39,6 +40,45 @@ type Params struct {
 	Staking StakingParams `json:"staking"`
 	// Market: jobs, auctions, verification, slashing.
 	Market MarketParams `json:"market"`
+	// WorkGas prices what a message makes the chain do beyond msg_gas:
+	// a posted job's close and deadlines, a bid's eligibility matching.
+	WorkGas WorkGas `json:"work_gas" rlp:"optional"`
+}
+
+// WorkGas is the gas of the work a message causes, charged on top of
+// msg_gas. Each is at most MaxWorkGas.
+type WorkGas struct {
+	// StageGas is charged per stage of a posted job: its task record,
+	// deadlines and settlement.
+	StageGas uint64 `json:"stage_gas"`
+	// SlotGas is charged per stage × redundancy of a posted job: the
+	// close ranks, awards and settles that many slots.
+	SlotGas uint64 `json:"slot_gas"`
+	// RequirementGas is charged per attribute requirement of a posted job.
+	RequirementGas uint64 `json:"requirement_gas"`
+	// MatchGas is charged per requirement × attribute comparison a bid or
+	// claim's eligibility check may make (in CheckTx and again at the
+	// close). A bid is charged at the bound, MaxWorkMatches: its gas is
+	// computed from the transaction alone, so that a client knows the fee
+	// without reading the state and CheckTx and the block agree.
+	MatchGas uint64 `json:"match_gas"`
+}
+
+// Bounds of MsgWork: the market bounds requirements and provider
+// attributes to 64 each (market.MaxAttributes).
+const (
+	MaxWorkRequirements = 64
+	MaxWorkMatches      = 64 * 64
+	MaxWorkGas          = 1_000_000
+)
+
+// MsgWork is what one message makes the chain do beyond msg_gas; the zero
+// value is a plain message. chain.MsgWorks derives it from messages.
+type MsgWork struct {
+	Stages       uint64 // stages of a posted job
+	Slots        uint64 // stages × redundancy of a posted job
+	Requirements uint64 // attribute requirements of a posted job
+	Matches      uint64 // requirement × attribute comparisons of a bid or claim
 }
 
 // StakingParams govern bonded stake and validators.
@@ -112,6 +152,12 @@ type MarketParams struct {
 	// MaxDeadlineWork bounds the deadline work of one block, in units of
 	// 1 + the job's stage count per deadline; the rest carries over.
 	MaxDeadlineWork uint64 `json:"max_deadline_work"`
+	// MinReputationPayment: an agreed result paid less than this adds
+	// nothing to its provider's reputation (M3: sybils agreeing on junk
+	// for 1-base-unit jobs farmed it for free). Each reputation point then
+	// costs a farmer at least validator_fee_bps of it in validator fees.
+	// Nil is no minimum.
+	MinReputationPayment *uint256.Int `json:"min_reputation_payment" rlp:"optional"`
 }
 
 // DefaultStakingParams: three weeks of one-second blocks would be a real
@@ -149,7 +195,33 @@ func DefaultMarketParams() MarketParams {
 		CanaryRateBps:      500,
 		VoteSlashBps:       10,
 		MaxDeadlineWork:    50_000,
+		// The bid deposit's scale: a job worth less earns no reputation.
+		MinReputationPayment: types.OGPU(1),
 	}
+}
+
+// Evidence age defaults for CometBFT's consensus params (genesis.json,
+// consensus_params.evidence): evidence of an equivocation is accepted
+// until it is older than BOTH max_age_num_blocks and max_age_duration.
+// The app slashes only stake that is still bonded or unbonding, so
+// evidence must expire before unbonding stake matures: CheckEvidenceAge
+// requires max_age_num_blocks < unbonding_blocks, and the default
+// duration (10 s) stays below unbonding_blocks blocks at any block time
+// above 9 ms. A production network with weeks of unbonding raises both.
+const (
+	DefaultEvidenceMaxAgeBlocks   = 1_000
+	DefaultEvidenceMaxAgeDuration = 10 * time.Second
+)
+
+// CheckEvidenceAge refuses consensus params under which equivocation
+// evidence could arrive after the stake that backed it has left: the
+// evidence max age in blocks must be below unbonding_blocks.
+func (p StakingParams) CheckEvidenceAge(maxAgeBlocks int64) error {
+	if maxAgeBlocks <= 0 || uint64(maxAgeBlocks) >= p.UnbondingBlocks {
+		return fmt.Errorf("consensus_params.evidence.max_age_num_blocks = %d must be positive and below params.staking.unbonding_blocks = %d: evidence older than the unbonding period would find the double-signer's stake gone (lower the evidence age or raise unbonding_blocks)",
+			maxAgeBlocks, p.UnbondingBlocks)
+	}
+	return nil
 }
 
 // Validate reports the first staking parameter out of range.
@@ -220,7 +292,15 @@ func DefaultParams() Params {
 		MaxMsgs:     32,
 		Staking:     DefaultStakingParams(),
 		Market:      DefaultMarketParams(),
+		WorkGas:     DefaultWorkGas(),
 	}
+}
+
+// DefaultWorkGas: a 1-stage, 2-replica job pays 9,000 on top of msg_gas,
+// a 64-stage, 16-replica one 2,368,000; a bid or claim pays 20,480 for its
+// matching (see docs/design-notes.md, M2).
+func DefaultWorkGas() WorkGas {
+	return WorkGas{StageGas: 5_000, SlotGas: 2_000, RequirementGas: 500, MatchGas: 5}
 }
 
 // Validate reports the first parameter out of range.
@@ -247,6 +327,20 @@ func (p Params) Validate() error {
 	if total, carry := bits.Add64(p.TxBaseGas, p.MaxTxBytes*p.TxByteGas+p.MaxTxBytes*p.MsgGas, 0); carry != 0 || total > math.MaxInt64 {
 		return fmt.Errorf("params.tx_base_gas = %d: the gas of the largest transaction overflows", p.TxBaseGas)
 	}
+	w := p.WorkGas
+	if w.StageGas > MaxWorkGas || w.SlotGas > MaxWorkGas || w.RequirementGas > MaxWorkGas || w.MatchGas > MaxWorkGas {
+		return fmt.Errorf("params.work_gas: each gas is at most %d", MaxWorkGas)
+	}
+	// The heaviest message (bounds below 2^17 stages, 2^23 slots, 2^7
+	// requirements, 2^13 matches at 2^20 gas each: below 2^45) times one
+	// message per byte (2^22) stays below 2^67 only if checked: do so.
+	if p.Market.MaxStages <= 1024 && p.Market.MaxRedundancy <= 64 {
+		heaviest := p.workGas(MsgWork{Stages: p.Market.MaxStages, Slots: p.Market.MaxStages * p.Market.MaxRedundancy, Requirements: MaxWorkRequirements, Matches: MaxWorkMatches})
+		hi, lo := bits.Mul64(p.MaxTxBytes, heaviest)
+		if total, carry := bits.Add64(lo, p.TxBaseGas+p.MaxTxBytes*p.TxByteGas, 0); hi != 0 || carry != 0 || total > math.MaxInt64 {
+			return fmt.Errorf("params.work_gas: the gas of the largest transaction overflows")
+		}
+	}
 	// The largest fee must fit in 256 bits: gas < 2^63, price < 2^192.
 	if p.MinGasPrice.BitLen() > 192 {
 		return fmt.Errorf("params.min_gas_price is absurdly large")
@@ -264,14 +358,31 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Gas is the gas a transaction of size bytes with n messages uses.
-func (p Params) Gas(size, n int) uint64 {
-	return p.TxBaseGas + uint64(size)*p.TxByteGas + uint64(n)*p.MsgGas
+// Gas is the gas of a transaction of size bytes whose messages cause work
+// (one entry per message): tx_base_gas + size × tx_byte_gas + per message
+// msg_gas + its work (workGas). This is the only fee formula: CheckTx,
+// FinalizeBlock and every client compute fees with it.
+func (p Params) Gas(size int, work []MsgWork) uint64 {
+	g := p.TxBaseGas + uint64(size)*p.TxByteGas
+	for _, w := range work {
+		g += p.workGas(w)
+	}
+	return g
 }
 
-// RequiredFee is Gas(size, n) * MinGasPrice.
-func (p Params) RequiredFee(size, n int) *uint256.Int {
-	return new(uint256.Int).Mul(uint256.NewInt(p.Gas(size, n)), p.MinGasPrice)
+// workGas is one message's gas: msg_gas plus its work, each count clamped
+// to what the market allows (a message beyond them fails anyway), so that
+// Validate can bound the gas of the largest transaction.
+func (p Params) workGas(w MsgWork) uint64 {
+	stages := min(w.Stages, p.Market.MaxStages)
+	slots := min(w.Slots, p.Market.MaxStages*p.Market.MaxRedundancy)
+	return p.MsgGas + stages*p.WorkGas.StageGas + slots*p.WorkGas.SlotGas +
+		min(w.Requirements, MaxWorkRequirements)*p.WorkGas.RequirementGas + min(w.Matches, MaxWorkMatches)*p.WorkGas.MatchGas
+}
+
+// RequiredFee is Gas(size, work) * MinGasPrice.
+func (p Params) RequiredFee(size int, work []MsgWork) *uint256.Int {
+	return new(uint256.Int).Mul(uint256.NewInt(p.Gas(size, work)), p.MinGasPrice)
 }
 
 // Account is an allocation: a balance and, for exported chains, the nonce.

@@ -125,11 +125,11 @@ func TestParamsGas(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := p.Gas(tc.size, tc.n); got != tc.gas {
+			if got := p.Gas(tc.size, make([]MsgWork, tc.n)); got != tc.gas {
 				t.Fatalf("Gas = %d, want %d", got, tc.gas)
 			}
 			want := new(uint256.Int).Mul(uint256.NewInt(tc.gas), p.MinGasPrice)
-			if got := p.RequiredFee(tc.size, tc.n); !got.Eq(want) {
+			if got := p.RequiredFee(tc.size, make([]MsgWork, tc.n)); !got.Eq(want) {
 				t.Fatalf("RequiredFee = %s, want %s", got.Dec(), want.Dec())
 			}
 		})
@@ -168,10 +168,14 @@ func TestLargestValidParamsDoNotWrap(t *testing.T) {
 	size := int(p.MaxTxBytes)
 	// A transaction can carry up to one message per byte before the
 	// message limit refuses it, and its gas is computed first.
-	if small, large := p.Gas(1, 1), p.Gas(size, size); large < small || large > math.MaxInt64 {
+	heavy := make([]MsgWork, size)
+	for i := range heavy {
+		heavy[i] = MsgWork{Stages: 1 << 16, Slots: 1 << 32, Requirements: 1 << 10, Matches: 1 << 20}
+	}
+	if small, large := p.Gas(1, make([]MsgWork, 1)), p.Gas(size, heavy); large < small || large > math.MaxInt64 {
 		t.Fatalf("gas wraps: Gas(1,1) = %d, Gas(max,max) = %d", small, large)
 	}
-	if small, large := p.RequiredFee(1, 1), p.RequiredFee(size, size); large.Lt(small) {
+	if small, large := p.RequiredFee(1, make([]MsgWork, 1)), p.RequiredFee(size, heavy); large.Lt(small) {
 		t.Fatalf("fee wraps: %s < %s", large.Dec(), small.Dec())
 	}
 }
@@ -371,5 +375,20 @@ func TestParseDefaults(t *testing.T) {
 	bz, _ := d.Marshal()
 	if err := json.Unmarshal(bz, &back); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestL3DefaultEvidenceAge: the default evidence max age is below the
+// default unbonding period, and CometBFT's own default (100,000 blocks) is
+// refused against it.
+func TestL3DefaultEvidenceAge(t *testing.T) {
+	p := DefaultStakingParams()
+	if err := p.CheckEvidenceAge(DefaultEvidenceMaxAgeBlocks); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, age := range []int64{0, -1, int64(p.UnbondingBlocks), 100_000} {
+		if err := p.CheckEvidenceAge(age); err == nil {
+			t.Errorf("evidence age %d against unbonding %d accepted", age, p.UnbondingBlocks)
+		}
 	}
 }

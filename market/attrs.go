@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Attributes are hierarchical paths of lower-case segments, most general
@@ -117,7 +118,10 @@ func ParseQuantity(s string) (uint64, error) {
 
 // Matches reports whether attribute a satisfies the requirement.
 func (req Requirement) Matches(a string) bool {
-	segs := strings.Split(a, "/")
+	return req.matchSegs(strings.Split(a, "/"))
+}
+
+func (req Requirement) matchSegs(segs []string) bool {
 	if len(segs) < len(req.Prefix) || (req.HasQuantity && len(segs) < len(req.Prefix)+1) {
 		return false
 	}
@@ -133,16 +137,32 @@ func (req Requirement) Matches(a string) bool {
 	return err == nil && n >= req.AtLeast
 }
 
+// matchAllRuns counts MatchAll calls, for tests that check that a refused
+// transaction did not reach the matching (M2). It never reaches state.
+var matchAllRuns atomic.Uint64
+
+// MatchAllRuns is the number of MatchAll calls in this process so far.
+func MatchAllRuns() uint64 { return matchAllRuns.Load() }
+
 // MatchAll returns the first requirement none of attrs satisfies, or "".
+// Each attribute is split once, not once per requirement.
 func MatchAll(reqs, attrs []string) string {
+	matchAllRuns.Add(1)
+	if len(reqs) == 0 {
+		return ""
+	}
+	segs := make([][]string, len(attrs))
+	for i, a := range attrs {
+		segs[i] = strings.Split(a, "/")
+	}
 	for _, r := range reqs {
 		req, err := ParseRequirement(r)
 		if err != nil {
 			return r
 		}
 		ok := false
-		for _, a := range attrs {
-			if req.Matches(a) {
+		for _, sg := range segs {
+			if req.matchSegs(sg) {
 				ok = true
 				break
 			}

@@ -87,11 +87,14 @@ type EventBidRevealed struct {
 
 func (EventBidRevealed) EventType() string { return "bid_revealed" }
 
+// EventBidForfeited: a bid's deposit was burned at the close, because the
+// bid was never revealed or its provider was no longer eligible (Reason).
 type EventBidForfeited struct {
 	Job      uint64        `event:"job,index"`
 	Stage    uint16        `event:"stage"`
 	Provider types.Address `event:"provider,index"`
 	Deposit  *uint256.Int  `event:"deposit"`
+	Reason   string        `event:"reason"`
 }
 
 func (EventBidForfeited) EventType() string { return "bid_forfeited" }

@@ -406,11 +406,16 @@ func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already bid on job %d stage %d", from, j.ID, m.Stage)
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
-		return err
-	}
+	// Cheap stateful checks before the eligibility matching (M2): a bid
+	// refused here costs its sender nothing but costs the node little.
 	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
 		return types.ErrWrongPhase.Wrapf("job %d stage %d has the maximum of %d bids", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.canPayDeposit(from, "bid"); err != nil {
+		return err
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
 		return fmt.Errorf("cannot lock the bid deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
@@ -420,6 +425,16 @@ func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
 	k.setJob(j)
 	k.emit(EventBidCommitted{Job: j.ID, Stage: m.Stage, Provider: from, Deposit: b.Deposit})
+	return nil
+}
+
+// canPayDeposit refuses a bid or claim whose sender cannot pay the deposit,
+// without writing: it runs before the eligibility matching (M2).
+func (k *Keeper) canPayDeposit(from types.Address, what string) error {
+	if bal := k.esc.Balance(from); bal.Lt(k.p.BidDeposit) {
+		return fmt.Errorf("cannot lock the %s deposit of %s: %w", what, types.FormatAmount(k.p.BidDeposit),
+			types.ErrInsufficientFunds.Wrapf("%s has %s, needs %s", from, types.FormatAmount(bal), types.FormatAmount(k.p.BidDeposit)))
+	}
 	return nil
 }
 
@@ -483,11 +498,15 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
-		return err
-	}
+	// Cheap stateful checks before the eligibility matching (M2).
 	if uint64(j.Bids[m.Stage]) >= k.p.MaxBidsPerStage {
 		return types.ErrWrongPhase.Wrapf("job %d task %d has the maximum of %d claims", j.ID, m.Stage, k.p.MaxBidsPerStage)
+	}
+	if err := k.canPayDeposit(from, "claim"); err != nil {
+		return err
+	}
+	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
 		return fmt.Errorf("cannot lock the claim deposit of %s: %w", types.FormatAmount(k.p.BidDeposit), err)
@@ -513,13 +532,20 @@ type ranked struct {
 
 // rank orders eligible revealed bids: auctions by price, then reputation
 // (higher first), then hash(block hash | job | stage | provider); pools by
-// arrival.
-func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
+// arrival. Revealed bids whose provider is no longer eligible are returned
+// in dropped with the reason: their deposits are forfeited (L1), like an
+// unrevealed bid's, or revealing and then making oneself ineligible would
+// be a free way out of the auction.
+func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked, dropped map[types.Address]string) {
 	var all []ranked
 	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, stage), func(key, _ []byte) bool {
 		addr := types.BytesToAddress(key[len(key)-types.AddressLength:])
 		b, _ := GetBid(k.kv, j.ID, stage, addr)
-		if Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr) != nil {
+		if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr); err != nil {
+			if dropped == nil {
+				dropped = map[types.Address]string{} // looked up only, never ranged over
+			}
+			dropped[addr] = "ineligible at the close: " + err.Error()
 			return false
 		}
 		h := sha256.New()
@@ -547,9 +573,9 @@ func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked) {
 	slices.SortFunc(all, less)
 	n := int(j.Redundancy)
 	if len(all) < n {
-		return all, nil
+		return all, nil, dropped
 	}
-	return all[:n], all[n:]
+	return all[:n], all[n:], dropped
 }
 
 func cmpU64(a, b uint64) int {
@@ -574,13 +600,15 @@ func (k *Keeper) close(j *Job) {
 		price            *uint256.Int
 	}
 	awards := make([]award, j.Stages)
+	dropped := make([]map[types.Address]string, j.Stages)
 	awarded := 0
 	for s := uint16(0); s < j.Stages; s++ {
 		if j.Bids[s] == 0 {
 			awards[s] = award{price: j.MaxPrice.Clone()} // nothing to rank
 			continue
 		}
-		w, b := k.rank(j, s)
+		w, b, out := k.rank(j, s)
+		dropped[s] = out
 		price := j.MaxPrice.Clone()
 		if len(b) > 0 && j.Mode == ModeAuction {
 			price = b[0].price.Clone() // the (r+1)-th lowest eligible bid
@@ -590,13 +618,20 @@ func (k *Keeper) close(j *Job) {
 			awarded++
 		}
 	}
-	// Deposits: revealed bids get theirs back, sealed ones lose it.
+	// Deposits: revealed bids of providers still eligible get theirs back;
+	// sealed ones, and revealed ones whose provider became ineligible
+	// before the close, lose it.
 	for _, b := range Bids(k.kv, j.ID) {
-		if b.Revealed {
+		reason, out := dropped[b.Stage][b.Provider]
+		switch {
+		case b.Revealed && !out:
 			k.esc.Release(j.ID, b.Provider, b.Deposit)
-		} else {
+		case b.Revealed:
 			k.esc.BurnLocked(j.ID, b.Deposit)
-			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit})
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: reason})
+		default:
+			k.esc.BurnLocked(j.ID, b.Deposit)
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: "not revealed"})
 		}
 	}
 	k.clearBook(j.ID)

@@ -590,7 +590,7 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 			k.esc.Release(j.ID, s.Provider, price)
 			paid.Add(paid, price)
 			if decided {
-				k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Agreed++ })
+				k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.CreditAgreed(price, k.p.MinReputationPayment) })
 			}
 		case decided && s.Revealed:
 			k.esc.Release(j.ID, j.Client, price)

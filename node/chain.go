@@ -146,7 +146,7 @@ func InitHome(o InitOptions) (*cmtcfg.Config, error) {
 		GenesisTime:     cmttime.Now(),
 		ChainID:         o.ChainID,
 		InitialHeight:   1,
-		ConsensusParams: cmttypes.DefaultConsensusParams(),
+		ConsensusParams: DefaultConsensusParams(),
 	}
 	if err := WriteGenesis(conf.GenesisFile(), gen, doc); err != nil {
 		return nil, err
@@ -167,9 +167,25 @@ func ReadGenesis(path string) (*cmttypes.GenesisDoc, *genesis.Doc, error) {
 	return gen, doc, nil
 }
 
+// DefaultConsensusParams are CometBFT's defaults with the evidence max age
+// below the default unbonding period (genesis.CheckEvidenceAge): evidence
+// must not outlive the stake it would slash.
+func DefaultConsensusParams() *cmttypes.ConsensusParams {
+	p := cmttypes.DefaultConsensusParams()
+	p.Evidence.MaxAgeNumBlocks = genesis.DefaultEvidenceMaxAgeBlocks
+	p.Evidence.MaxAgeDuration = genesis.DefaultEvidenceMaxAgeDuration
+	return p
+}
+
 // WriteGenesis validates doc and writes it as gen's app_state to path.
 func WriteGenesis(path string, gen *cmttypes.GenesisDoc, doc *genesis.Doc) error {
 	if err := doc.Validate(); err != nil {
+		return err
+	}
+	if gen.ConsensusParams == nil {
+		gen.ConsensusParams = DefaultConsensusParams()
+	}
+	if err := doc.Params.Staking.CheckEvidenceAge(gen.ConsensusParams.Evidence.MaxAgeNumBlocks); err != nil {
 		return err
 	}
 	bz, err := json.Marshal(doc)

@@ -174,7 +174,7 @@ func RequiredFee(params *genesis.Params, tx *types.Tx) *uint256.Int {
 	if err != nil {
 		panic(err)
 	}
-	return params.RequiredFee(len(bz), len(tx.Body.Msgs))
+	return params.RequiredFee(len(bz), chain.MsgWorks(tx.Body.Msgs))
 }
 
 // TxError is a transaction the node refused or that failed in its block.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ethereum/go-ethereum/rlp"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -36,6 +37,20 @@ func (r Reputation) Score() uint64 {
 		return MaxScore
 	}
 	return num / den
+}
+
+// CreditAgreed records an agreed result that paid its provider paid. A
+// result paid less than minPayment (nil: no minimum) is not counted at all,
+// neither done nor agreed: jobs too cheap to cost anything cannot build a
+// reputation (M3), and they do not lower an honest provider's either.
+// Each counted agreement is worth the same, so one counted job adds at most
+// 1000 × (a+2)/(d+3) − 1000 × (a+1)/(d+2) points.
+func (r *Reputation) CreditAgreed(paid, minPayment *uint256.Int) {
+	if minPayment != nil && paid.Lt(minPayment) {
+		return
+	}
+	r.Done++
+	r.Agreed++
 }
 
 // GetReputation returns a provider's reputation (zero if it has none).

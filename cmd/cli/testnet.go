@@ -159,7 +159,7 @@ func GenerateTestnet(out, chainID string, n, port int, commit time.Duration, doc
 		GenesisTime:     cmttime.Now(),
 		ChainID:         chainID,
 		InitialHeight:   1,
-		ConsensusParams: cmttypes.DefaultConsensusParams(),
+		ConsensusParams: node.DefaultConsensusParams(),
 	}
 	for i, conf := range confs {
 		var peers []string
