@@ -335,18 +335,20 @@ func targetClass(job string, providers []string) string {
 }
 
 // classOptions are the validator's llama.cpp options with the threads and
-// batch size of class ("version/backend/arch/t<threads>/b<batch>/sampler");
-// the loaded model's class is compared with class after loading.
+// batch size of class (llm.Model.Class: "<version>/<backend>/<arch>/
+// t<threads>/b<batch>/<sampler>", the version itself holding a slash); the
+// loaded model's class is compared with class after loading.
 func classOptions(o llm.Options, class string) (llm.Options, error) {
 	if class == "" {
 		return o, nil
 	}
 	f := strings.Split(class, "/")
-	if len(f) < 6 || !strings.HasPrefix(f[3], "t") || !strings.HasPrefix(f[4], "b") {
-		return o, fmt.Errorf("determinism class %q is not version/backend/arch/t<threads>/b<batch>/sampler", class)
+	n := len(f)
+	if n < 6 || !strings.HasPrefix(f[n-3], "t") || !strings.HasPrefix(f[n-2], "b") {
+		return o, fmt.Errorf("determinism class %q is not <version>/<backend>/<arch>/t<threads>/b<batch>/<sampler>", class)
 	}
-	t, err1 := strconv.Atoi(f[3][1:])
-	b, err2 := strconv.Atoi(f[4][1:])
+	t, err1 := strconv.Atoi(f[n-3][1:])
+	b, err2 := strconv.Atoi(f[n-2][1:])
 	if err1 != nil || err2 != nil || t < 1 || b < 1 || t > 1024 || b > 1<<16 {
 		return o, fmt.Errorf("determinism class %q: bad thread count or batch size", class)
 	}

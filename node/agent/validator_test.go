@@ -480,9 +480,19 @@ func TestItem8NearTieCannotSlashHonest(t *testing.T) {
 	}
 	defer m.Close()
 	const maxTokens = 48
-	prompt, honest, liar, pos, gap, rel := nearTie(t, m, []string{"Once upon a time", "Lily and Tom", "One day", "The cat", "Tim had a big"}, maxTokens)
+	prompt, honest, liar, pos, gap, rel := nearTie(t, m, []string{"The dog ran", "Sue said", "Mom said", "Once upon a time"}, maxTokens)
 	t.Logf("closest tie: prompt %q, token %d: top two logits %.6g apart (%.3g relative; the old check's tolerance was 1e-3)", prompt, pos, gap, rel)
 
+	// The liar passes the old teacher-forced check (a token within 1e-3 of
+	// the top logit passed), which voted for the first passing slot: the
+	// liar's.
+	promptToks, err := m.Tokenize(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm, err := m.Verify(n.ctx, promptToks, liar, maxTokens); err != nil || mm != nil {
+		t.Fatalf("the crafted output fails the tolerant check (%v, %v): it shows nothing", mm, err)
+	}
 	job, liarP, honestP := n.scriptedLLMJob(m.Class(llm.Sampler{}), prompt, maxTokens)
 	rl, rh := liarP.output(m, job, liar), honestP.output(m, job, honest)
 	n.dispute(job, liarP, honestP, rl, rh)
