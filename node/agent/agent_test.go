@@ -41,6 +41,15 @@ type testNet struct {
 	lo        llm.Options
 	keys      map[string]*ecdsa.PrivateKey
 	agents    sync.WaitGroup
+	validator *Validator
+	// checks receives the end of every dispute check of the validator.
+	checks chan checkResult
+}
+
+type checkResult struct {
+	job   uint64
+	stage uint16
+	err   error
 }
 
 func newTestNet(t *testing.T) *testNet {
@@ -55,7 +64,7 @@ func newTestNet(t *testing.T) *testNet {
 	n := &testNet{t: t, ctx: ctx, home: t.TempDir(), modelPath: path, keys: map[string]*ecdsa.PrivateKey{},
 		lo: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}}
 	doc := genesis.Default()
-	for _, name := range []string{"client", "prov1", "prov2", "prov3"} {
+	for _, name := range []string{"client", "prov1", "prov2", "prov3", "mal1", "mal2", "mal3"} {
 		k, _ := ethcrypto.GenerateKey()
 		n.keys[name] = k
 		if err := doc.AddAccount(ethcrypto.PubkeyToAddress(k.PublicKey), types.OGPU(1000)); err != nil {
@@ -87,6 +96,14 @@ func newTestNet(t *testing.T) *testNet {
 	vh, vs := n.host("validator", op)
 	n.boot = vh.Addrs()
 	v := NewValidator(n.c, op, vh, vs, n.lo)
+	v.Logger = slog.New(slog.NewTextHandler(testWriter{t, "validator"}, nil))
+	n.validator, n.checks = v, make(chan checkResult, 64)
+	v.checked = func(job uint64, stage uint16, err error) {
+		select {
+		case n.checks <- checkResult{job, stage, err}:
+		default:
+		}
+	}
 	t.Cleanup(v.Close)
 	n.agents.Add(1)
 	go func() { defer n.agents.Done(); _ = v.Run(ctx) }()

@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"crypto/ecdsa"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,12 +23,34 @@ import (
 	"github.com/ogpu-network/ogpu/verifier"
 )
 
-// Validator is the validator agent: on a dispute over an inference job it
-// fetches the prompt and every disputed output, checks each with one
-// teacher-forced pass of the model, and votes for the output that is the
-// model's greedy answer. On a dispute over a pipeline stage it re-executes
-// the stage on its agreed input ciphertext and votes for the output whose
-// hash it reproduces.
+// Defaults of the validator agent's bounds.
+const (
+	// DefaultValidatorWorkers is how many disputes are checked at once.
+	DefaultValidatorWorkers = 2
+	// DefaultValidatorBacklog is how many disputes may wait for a worker.
+	DefaultValidatorBacklog = 64
+	// DefaultValidatorModels is how many LLM models stay loaded.
+	DefaultValidatorModels = 2
+)
+
+// maxLLMInputBlob bounds an inference job's input blob: a prompt of
+// MaxPromptBytes, every byte JSON-escaped to six, and the envelope.
+const maxLLMInputBlob = 6*MaxPromptBytes + 64
+
+// Validator is the validator agent. On a dispute over an inference job it
+// fetches the prompt and the model, re-generates the greedy answer in the
+// job's determinism class, and votes for the hash of that answer: within a
+// class outputs are bit-identical, so a revealed output passes only if it
+// is exactly the re-generation (no tolerance). On a dispute over a pipeline
+// stage it re-executes the stage on its agreed input ciphertext and votes
+// for the hash it computes. Either way the vote is the validator's own
+// result, whether or not a slot revealed it: where every disputed output is
+// wrong, validators agreeing on the true hash slash every liar.
+//
+// Disputes are checked by a bounded pool of workers, each under a
+// deadline: the dispute's voting deadline height. Nothing is fetched that
+// is larger than the job declares, and no lock is held across network I/O
+// or a model load, so one slow or hostile dispute cannot stall another.
 type Validator struct {
 	Chain  *node.Client
 	Key    *ecdsa.PrivateKey // the validator's operator account
@@ -34,33 +58,44 @@ type Validator struct {
 	Store  *blobstore.Store
 	LLM    llm.Options
 	Logger *slog.Logger
+	// Workers bounds the disputes checked at once (0: DefaultValidatorWorkers).
+	Workers int
+	// Backlog bounds the disputes waiting for a worker (0:
+	// DefaultValidatorBacklog); a dispute that finds it full is logged and
+	// not checked.
+	Backlog int
+	// MaxModels bounds the LLM models kept loaded (0:
+	// DefaultValidatorModels); the least recently used idle one is closed
+	// first.
+	MaxModels int
 
 	sender *node.Sender
-	work   sync.WaitGroup
-	mu     sync.Mutex
-	models map[types.Hash]*llm.Model
+	models modelCache
+	// checked, if set (tests), sees the end of every dispute check.
+	checked func(job uint64, stage uint16, err error)
 }
 
 // NewValidator wires a validator agent.
 func NewValidator(c *node.Client, key *ecdsa.PrivateKey, host *p2p.Host, store *blobstore.Store, o llm.Options) *Validator {
 	return &Validator{Chain: c, Key: key, Host: host, Store: store, LLM: o, Logger: slog.Default(),
-		sender: node.NewSender(c, key), models: make(map[types.Hash]*llm.Model)}
+		sender: node.NewSender(c, key)}
 }
 
 // Address is the operator account.
 func (v *Validator) Address() types.Address { return ethcrypto.PubkeyToAddress(v.Key.PublicKey) }
 
-// Close frees the loaded models.
-func (v *Validator) Close() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for h, m := range v.models {
-		m.Close()
-		delete(v.models, h)
-	}
+// Close frees the loaded models (a model in use is closed once released).
+func (v *Validator) Close() { v.models.closeAll() }
+
+// dispute is one dispute_opened event waiting for a worker.
+type dispute struct {
+	Job      uint64
+	Stage    uint16
+	Deadline uint64 // the last height a vote is accepted at
 }
 
-// Run follows the chain until ctx ends and votes on inference disputes.
+// Run follows the chain until ctx ends and votes on disputes. The block
+// loop only queues disputes; workers check them.
 func (v *Validator) Run(ctx context.Context) error {
 	st, err := v.Chain.RPC.Status(ctx)
 	if err != nil {
@@ -70,58 +105,150 @@ func (v *Validator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	v.models.setMax(cmp0(v.MaxModels, DefaultValidatorModels))
+	pool := newDisputePool(cmp0(v.Workers, DefaultValidatorWorkers), cmp0(v.Backlog, DefaultValidatorBacklog),
+		func(d dispute) { v.handle(ctx, d) })
 	for b := range blocks {
-		for _, ev := range b.Events {
-			if ev.Type != (market.EventDisputeOpened{}).EventType() {
-				continue
+		for _, e := range node.EventsOf[market.EventDisputeOpened](b.Events) {
+			if !pool.submit(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline}) {
+				v.Logger.Error("dispute backlog full: not checking this dispute", "job", e.Job, "stage", e.Stage,
+					"hint", "raise the validator's workers or backlog")
 			}
-			var e market.EventDisputeOpened
-			if types.DecodeEvent(ev, &e) != nil {
-				continue
-			}
-			v.work.Add(1)
-			go func() {
-				defer v.work.Done()
-				if err := v.Check(ctx, e.Job, e.Stage); err != nil {
-					v.Logger.Error("dispute check failed", "job", e.Job, "stage", e.Stage, "err", err)
-				}
-			}()
 		}
 	}
-	v.work.Wait()
+	pool.close()
 	return ctx.Err()
 }
 
-// Verdict is the outcome of checking one disputed output.
+// disputePool runs handle on submitted disputes with a fixed number of
+// workers and a bounded backlog; submit never blocks.
+type disputePool struct {
+	queue chan dispute
+	wg    sync.WaitGroup
+}
+
+func newDisputePool(workers, backlog int, handle func(dispute)) *disputePool {
+	p := &disputePool{queue: make(chan dispute, backlog)}
+	for range workers {
+		p.wg.Go(func() {
+			for d := range p.queue {
+				handle(d)
+			}
+		})
+	}
+	return p
+}
+
+// submit queues d, or reports false if the backlog is full.
+func (p *disputePool) submit(d dispute) bool {
+	select {
+	case p.queue <- d:
+		return true
+	default:
+		return false
+	}
+}
+
+// close stops taking disputes and waits for the queued ones.
+func (p *disputePool) close() {
+	close(p.queue)
+	p.wg.Wait()
+}
+
+func cmp0(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// handle checks d under its deadline: the context ends once the chain has
+// committed the dispute's last voting height, after which a vote would be
+// refused.
+func (v *Validator) handle(ctx context.Context, d dispute) {
+	dctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
+	defer cancel()
+	err := v.check(dctx, ctx, d.Job, d.Stage)
+	if err != nil && ctx.Err() == nil {
+		if dctx.Err() != nil {
+			err = fmt.Errorf("gave up at the voting deadline (height %d): %w", d.Deadline, err)
+		}
+		v.Logger.Error("dispute check failed", "job", d.Job, "stage", d.Stage, "err", err)
+	}
+	if v.checked != nil {
+		v.checked(d.Job, d.Stage, err)
+	}
+}
+
+// Verdict is how one revealed output compares with the validator's own
+// re-execution.
 type Verdict struct {
 	Result   types.Hash
 	Provider types.Address
-	Mismatch *llm.Mismatch // nil: the output is the model's greedy answer
-	Err      error         // the output could not be fetched or parsed
+	// Match: the output is exactly the validator's re-execution.
+	Match bool
 }
 
-// Check re-checks disputed stage of job and votes for the verified output.
+// Recheck is the validator's re-execution of a disputed task.
+type Recheck struct {
+	// Result is the hash of the validator's own result (an LLMOutput of the
+	// greedy re-generation, or the re-executed stage's ciphertext).
+	Result types.Hash
+	// Verdicts compare each distinct revealed output with Result.
+	Verdicts []Verdict
+}
+
+// Check re-executes the disputed stage of job and votes for the hash of
+// its own result. It votes only when it could compute that result.
 func (v *Validator) Check(ctx context.Context, job uint64, stage uint16) error {
-	verdicts, err := v.Verify(ctx, job, stage)
+	return v.check(ctx, ctx, job, stage)
+}
+
+// check re-executes under work (the dispute's deadline) and votes under
+// ctx, so that a vote sent just before the deadline is still followed to
+// its block.
+func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16) error {
+	rc, err := v.Reexecute(work, job, stage)
 	if err != nil {
 		return err
 	}
-	for _, vd := range verdicts {
-		if vd.Err == nil && vd.Mismatch == nil {
-			msg := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: vd.Result}
-			if _, err := v.sender.Send(ctx, msg.Raw()); err != nil {
-				return fmt.Errorf("vote: %w", err)
-			}
-			v.Logger.Info("voted", "job", job, "stage", stage, "result", fmt.Sprintf("%x", vd.Result[:8]))
-			return nil
+	if err := work.Err(); err != nil {
+		return err
+	}
+	matched := 0
+	for _, vd := range rc.Verdicts {
+		if vd.Match {
+			matched++
+			v.Logger.Info("output verified", "job", job, "stage", stage, "provider", vd.Provider.Hex())
+		} else {
+			v.Logger.Info("output is not the re-execution", "job", job, "stage", stage, "provider", vd.Provider.Hex(),
+				"revealed", fmt.Sprintf("%x", vd.Result[:8]), "reexecuted", fmt.Sprintf("%x", rc.Result[:8]))
 		}
 	}
-	return fmt.Errorf("job %d stage %d: no disputed output is the model's answer; not voting", job, stage)
+	if matched == 0 {
+		v.Logger.Warn("no disputed output is the re-execution: voting for the re-executed result", "job", job, "stage", stage,
+			"result", fmt.Sprintf("%x", rc.Result[:8]))
+	}
+	return v.castVote(ctx, job, stage, rc.Result)
 }
 
-// Verify fetches the job's prompt, its model and each revealed output of
-// stage, and checks every output with a teacher-forced pass.
-func (v *Validator) Verify(ctx context.Context, job uint64, stage uint16) ([]Verdict, error) {
+// castVote submits the validator's vote for result on the disputed stage
+// of job. It is the one place a vote leaves the agent (a commit-reveal
+// vote replaces its body).
+func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, result types.Hash) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	msg := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result}
+	if _, err := v.sender.Send(ctx, msg.Raw()); err != nil {
+		return fmt.Errorf("vote: %w", err)
+	}
+	v.Logger.Info("voted", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
+	return nil
+}
+
+// Reexecute computes the validator's own result of the disputed stage of
+// job and compares every revealed output with it.
+func (v *Validator) Reexecute(ctx context.Context, job uint64, stage uint16) (*Recheck, error) {
 	j, err := v.Chain.Job(ctx, job)
 	if err != nil {
 		return nil, err
@@ -129,98 +256,113 @@ func (v *Validator) Verify(ctx context.Context, job uint64, stage uint16) ([]Ver
 	if int(stage) >= len(j.Tasks) {
 		return nil, fmt.Errorf("job %d stage %d has no task", job, stage)
 	}
+	var mine types.Hash
 	switch j.Kind {
 	case market.KindPipeline:
-		return v.verifyPipeline(ctx, j, int(stage))
+		mine, err = v.reexecutePipeline(ctx, j, int(stage))
 	case market.KindInference:
+		mine, err = v.reexecuteLLM(ctx, j, int(stage))
 	default:
 		return nil, fmt.Errorf("job %d is a %s job: this agent checks inference and pipeline jobs", job, j.Kind)
 	}
-	t := j.Tasks[stage]
-	// Who revealed what: outputs are fetched from the providers that
-	// revealed them, the model from any of them.
-	byResult := map[types.Hash][]peer.ID{}
-	var order []types.Hash
-	var allPeers []peer.ID
-	results := map[types.Hash]types.Address{}
-	for _, s := range t.Slots {
+	if err != nil {
+		return nil, err
+	}
+	rc := &Recheck{Result: mine}
+	seen := map[types.Hash]bool{}
+	for _, s := range j.Tasks[stage].Slots {
+		if s.Result == nil || seen[*s.Result] {
+			continue
+		}
+		seen[*s.Result] = true
+		rc.Verdicts = append(rc.Verdicts, Verdict{Result: *s.Result, Provider: s.Provider, Match: *s.Result == mine})
+	}
+	return rc, nil
+}
+
+// reexecuteLLM re-generates the greedy answer of inference job j in its
+// determinism class and returns the hash of the LLMOutput an honest
+// provider of that class commits.
+func (v *Validator) reexecuteLLM(ctx context.Context, j *chain.JobView, stage int) (types.Hash, error) {
+	var peers []peer.ID
+	var classes []string
+	for _, s := range j.Tasks[stage].Slots {
 		if s.Result == nil {
 			continue
 		}
-		pid, err := connectProvider(ctx, v.Host, v.Chain, s.Provider)
-		if err != nil {
+		if pid, err := connectProvider(ctx, v.Host, v.Chain, s.Provider); err == nil {
+			peers = append(peers, pid)
+		} else {
 			v.Logger.Warn("provider unreachable", "provider", s.Provider.Hex(), "err", err)
-			continue
 		}
-		if _, seen := byResult[*s.Result]; !seen {
-			order = append(order, *s.Result)
-			results[*s.Result] = s.Provider
-		}
-		byResult[*s.Result] = append(byResult[*s.Result], pid)
-		allPeers = append(allPeers, pid)
-	}
-	in, err := v.fetchInput(ctx, j, allPeers)
-	if err != nil {
-		return nil, err
-	}
-	m, err := v.model(ctx, j.Model, allPeers)
-	if err != nil {
-		return nil, err
-	}
-	prompt, err := m.Tokenize(in.Prompt)
-	if err != nil {
-		return nil, err
-	}
-	var out []Verdict
-	for _, h := range order {
-		vd := Verdict{Result: h, Provider: results[h]}
-		vd.Mismatch, vd.Err = v.checkOutput(ctx, m, j, h, byResult[h], prompt)
-		out = append(out, vd)
-		switch {
-		case vd.Err != nil:
-			v.Logger.Info("output rejected", "job", job, "provider", vd.Provider.Hex(), "err", vd.Err)
-		case vd.Mismatch != nil:
-			v.Logger.Info("output is not the model's answer", "job", job, "provider", vd.Provider.Hex(),
-				"index", vd.Mismatch.Index, "claimed", vd.Mismatch.ClaimedPiece, "expected", vd.Mismatch.ExpectedPiece)
-		default:
-			v.Logger.Info("output verified", "job", job, "provider", vd.Provider.Hex())
+		if p, err := v.Chain.Provider(ctx, s.Provider); err == nil {
+			classes = append(classes, p.Class)
 		}
 	}
-	return out, nil
+	in, err := v.fetchInput(ctx, j, peers)
+	if err != nil {
+		return types.Hash{}, err
+	}
+	class := targetClass(j.Req.Class, classes)
+	m, release, err := v.model(ctx, j, class, peers)
+	if err != nil {
+		return types.Hash{}, err
+	}
+	defer release()
+	out, err := m.Generate(ctx, llm.Request{Prompt: in.Prompt, MaxTokens: int(j.MaxTokens)}, nil)
+	if err != nil {
+		return types.Hash{}, fmt.Errorf("re-generate job %d: %w", j.ID, err)
+	}
+	res := &LLMOutput{Version: 1, Job: j.ID, Tokens: out.Tokens, Text: out.Text}
+	return res.Hash(), nil
 }
 
-func (v *Validator) checkOutput(ctx context.Context, m *llm.Model, j *chain.JobView, h types.Hash, peers []peer.ID, prompt []int) (*llm.Mismatch, error) {
-	if !v.Store.Has(h) {
-		if _, err := v.Host.Fetch(ctx, h, p2p.FetchOptions{Peers: peers}); err != nil {
-			return nil, err
+// targetClass is the determinism class to re-execute in: the job's, else
+// the one every revealing provider declares, else "" (the validator's own).
+func targetClass(job string, providers []string) string {
+	if job != "" {
+		return job
+	}
+	for _, c := range providers {
+		if c != providers[0] {
+			return ""
 		}
 	}
-	bz, err := v.Store.Get(h)
-	if err != nil {
-		return nil, err
+	if len(providers) > 0 {
+		return providers[0]
 	}
-	o, err := DecodeLLMOutput(bz)
-	if err != nil {
-		return nil, err
+	return ""
+}
+
+// classOptions are the validator's llama.cpp options with the threads and
+// batch size of class (llm.Model.Class: "<version>/<backend>/<arch>/
+// t<threads>/b<batch>/<sampler>", the version itself holding a slash); the
+// loaded model's class is compared with class after loading.
+func classOptions(o llm.Options, class string) (llm.Options, error) {
+	if class == "" {
+		return o, nil
 	}
-	if o.Job != j.ID {
-		return nil, fmt.Errorf("the output names job %d, not %d", o.Job, j.ID)
+	f := strings.Split(class, "/")
+	n := len(f)
+	if n < 6 || !strings.HasPrefix(f[n-3], "t") || !strings.HasPrefix(f[n-2], "b") {
+		return o, fmt.Errorf("determinism class %q is not <version>/<backend>/<arch>/t<threads>/b<batch>/<sampler>", class)
 	}
-	mm, err := m.Verify(ctx, prompt, o.Tokens, int(j.MaxTokens))
-	if err != nil || mm != nil {
-		return mm, err
+	t, err1 := strconv.Atoi(f[n-3][1:])
+	b, err2 := strconv.Atoi(f[n-2][1:])
+	if err1 != nil || err2 != nil || t < 1 || b < 1 || t > 1024 || b > 1<<16 {
+		return o, fmt.Errorf("determinism class %q: bad thread count or batch size", class)
 	}
-	if want := m.Detokenize(withoutEOG(m, o.Tokens)); o.Text != want {
-		return nil, errors.New("the output's text is not its tokens' text")
-	}
-	return nil, nil
+	o.Threads, o.BatchSize = t, b
+	return o, nil
 }
 
 // fetchInput gets the prompt from the client or from a provider that ran
-// the job (both serve it to validators).
+// the job (both serve it to validators), refusing a blob larger than a
+// prompt can be.
 func (v *Validator) fetchInput(ctx context.Context, j *chain.JobView, providers []peer.ID) (*LLMInput, error) {
 	if !v.Store.Has(j.Input) {
-		if _, err := v.Host.Fetch(ctx, j.Input, p2p.FetchOptions{Peers: append(peersOf(v.Host, j.Client), providers...)}); err != nil {
+		o := p2p.FetchOptions{Peers: append(peersOf(v.Host, j.Client), providers...), MaxSize: maxLLMInputBlob}
+		if _, err := v.Host.Fetch(ctx, j.Input, o); err != nil {
 			return nil, fmt.Errorf("cannot fetch the prompt of job %d: %w", j.ID, err)
 		}
 	}
@@ -231,25 +373,197 @@ func (v *Validator) fetchInput(ctx context.Context, j *chain.JobView, providers 
 	return DecodeLLMInput(bz)
 }
 
-func (v *Validator) model(ctx context.Context, h types.Hash, peers []peer.ID) (*llm.Model, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if m, ok := v.models[h]; ok {
-		return m, nil
+// fetchModel makes sure the store holds job j's model, fetching it from
+// peers no larger than the job's declared ModelSize.
+func (v *Validator) fetchModel(ctx context.Context, j *chain.JobView, peers []peer.ID) error {
+	if v.Store.Has(j.Model) {
+		return nil
 	}
-	if !v.Store.Has(h) {
-		if _, err := v.Host.Fetch(ctx, h, p2p.FetchOptions{Peers: peers}); err != nil {
-			return nil, fmt.Errorf("fetch model %x: %w", h, err)
+	if j.ModelSize == 0 {
+		return fmt.Errorf("job %d declares no model size: the validator fetches no model of unknown size (post the job with its model size)", j.ID)
+	}
+	if j.ModelSize > uint64(blobstore.MaxSize) {
+		return fmt.Errorf("job %d declares a model of %d bytes, above the blob limit %d", j.ID, j.ModelSize, blobstore.MaxSize)
+	}
+	if _, err := v.Host.Fetch(ctx, j.Model, p2p.FetchOptions{Peers: peers, MaxSize: int64(j.ModelSize)}); err != nil {
+		return fmt.Errorf("fetch model %x (at most %d bytes, as job %d declares): %w", j.Model[:8], j.ModelSize, j.ID, err)
+	}
+	return nil
+}
+
+// model returns job j's model loaded in class (the validator's own
+// options where class is ""), and a release the caller must call. The
+// fetch runs under the caller's context without any lock; only the
+// llama.cpp load of one model is shared between callers.
+func (v *Validator) model(ctx context.Context, j *chain.JobView, class string, peers []peer.ID) (*llm.Model, func(), error) {
+	o, err := classOptions(v.LLM, class)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := v.fetchModel(ctx, j, peers); err != nil {
+		return nil, nil, err
+	}
+	path, err := v.Store.Path(j.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, release, err := v.models.get(ctx, modelKey{hash: j.Model, threads: o.Threads, batch: o.BatchSize}, func() (*llm.Model, error) {
+		return llm.Load(path, o)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if got := m.Class(llm.Sampler{}); class != "" && got != class {
+		release()
+		return nil, nil, fmt.Errorf("job %d runs in determinism class %s, this validator's llama.cpp gives %s: it cannot reproduce the outputs bit for bit, so it does not vote", j.ID, class, got)
+	}
+	return m, release, nil
+}
+
+// modelKey names a model loaded with given options.
+type modelKey struct {
+	hash           types.Hash
+	threads, batch int
+}
+
+// modelCache keeps loaded models, at most max idle ones (least recently
+// used closed first); a model in use is never closed under its user.
+type modelCache struct {
+	mu      sync.Mutex
+	max     int
+	tick    uint64
+	entries map[modelKey]*modelEntry
+	closed  bool
+}
+
+type modelEntry struct {
+	ready   chan struct{} // closed when the load ends
+	m       *llm.Model
+	err     error
+	refs    int
+	used    uint64
+	evicted bool // close once the last user releases it
+}
+
+func (c *modelCache) setMax(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max = n
+}
+
+// get returns the model for key, loading it with load once for all
+// concurrent callers, and a release the caller must call.
+func (c *modelCache) get(ctx context.Context, key modelKey, load func() (*llm.Model, error)) (*llm.Model, func(), error) {
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[modelKey]*modelEntry{}
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return nil, nil, llm.ErrClosed
+	}
+	e := c.entries[key]
+	if e == nil {
+		e = &modelEntry{ready: make(chan struct{})}
+		c.entries[key] = e
+		e.refs++
+		c.mu.Unlock()
+		m, err := load()
+		c.mu.Lock()
+		e.m, e.err = m, err
+		close(e.ready)
+		if err != nil {
+			delete(c.entries, key)
+			c.mu.Unlock()
+			return nil, nil, err
+		}
+	} else {
+		e.refs++
+		c.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			c.release(e)
+			return nil, nil, ctx.Err()
+		}
+		c.mu.Lock()
+		if e.err != nil {
+			e.refs--
+			c.mu.Unlock()
+			return nil, nil, e.err
 		}
 	}
-	path, err := v.Store.Path(h)
-	if err != nil {
-		return nil, err
+	c.tick++
+	e.used = c.tick
+	c.evictLocked()
+	c.mu.Unlock()
+	var once sync.Once
+	return e.m, func() { once.Do(func() { c.release(e) }) }, nil
+}
+
+func (c *modelCache) release(e *modelEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs == 0 && e.evicted && e.m != nil {
+		e.m.Close()
+		e.m = nil
 	}
-	m, err := llm.Load(path, v.LLM)
-	if err != nil {
-		return nil, err
+	c.evictLocked()
+}
+
+// evictLocked closes least recently used idle models while more than max
+// are loaded.
+func (c *modelCache) evictLocked() {
+	max := c.max
+	if c.closed {
+		max = 0
 	}
-	v.models[h] = m
-	return m, nil
+	for {
+		loaded := 0
+		var lru modelKey
+		var victim *modelEntry
+		for k, e := range c.entries {
+			if e.m == nil {
+				continue // loading
+			}
+			loaded++
+			if e.refs == 0 && (victim == nil || e.used < victim.used) {
+				lru, victim = k, e
+			}
+		}
+		if loaded <= max || victim == nil {
+			return
+		}
+		delete(c.entries, lru)
+		victim.m.Close()
+		victim.m = nil
+	}
+}
+
+// closeAll closes the idle models now and the others when released.
+func (c *modelCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for k, e := range c.entries {
+		if e.refs > 0 {
+			e.evicted = true
+			delete(c.entries, k)
+		}
+	}
+	c.evictLocked()
+}
+
+// loaded is the number of models loaded (tests).
+func (c *modelCache) loaded() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.entries {
+		if e.m != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -34,7 +34,16 @@ type FetchOptions struct {
 	// when the download starts and after every piece, from one goroutine
 	// at a time.
 	Progress func(done, total int64)
+	// MaxSize, if positive, is the largest blob the caller accepts: a
+	// manifest that declares more bytes is refused (ErrTooLarge) before
+	// anything is allocated on disk, and the next peer is asked. Callers
+	// that know the size a job declares (a model's ModelSize) set it.
+	MaxSize int64
 }
+
+// ErrTooLarge: a peer's manifest declares a blob larger than
+// FetchOptions.MaxSize.
+var ErrTooLarge = errors.New("blob is larger than the caller accepts")
 
 type fetchCall struct {
 	done chan struct{}
@@ -116,7 +125,11 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 	for _, p := range peers {
 		var err error
 		if m, err = h.fetchManifest(ctx, p, hash); err == nil {
-			break
+			if o.MaxSize <= 0 || m.Size <= o.MaxSize {
+				break
+			}
+			err = fmt.Errorf("peer %s: %w: its manifest declares %d bytes, at most %d accepted", p, ErrTooLarge, m.Size, o.MaxSize)
+			m = nil
 		}
 		if ctx.Err() != nil {
 			return fail(ctx.Err())

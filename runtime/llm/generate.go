@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -383,4 +384,42 @@ func MeasureTPS(ctx context.Context, m *Model, tokens int) (float64, error) {
 		return 0, err
 	}
 	return float64(len(out.Tokens)) / time.Since(start).Seconds(), nil
+}
+
+// NextLogits returns a copy of the logits that predict the token after
+// tokens (a tokenized prompt, optionally followed by generated tokens),
+// decoded in BatchSize chunks from position 0 as Generate decodes a prompt.
+// It is a diagnostic (how close the top choices are); verdicts compare
+// re-generated outputs exactly instead.
+func (m *Model) NextLogits(ctx context.Context, tokens []int) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("no tokens to continue")
+	}
+	if len(tokens) > m.opts.ContextSize {
+		return nil, fmt.Errorf("%d tokens exceed the context size %d", len(tokens), m.opts.ContextSize)
+	}
+	if err := m.acquire(); err != nil {
+		return nil, err
+	}
+	defer m.release()
+	for i, t := range tokens {
+		if !m.validToken(t) {
+			return nil, fmt.Errorf("token %d is %d, outside the vocabulary of %d tokens", i, t, m.nVocab)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.run.Lock()
+	defer m.run.Unlock()
+	m.lctx.KvCacheClear()
+	idx, err := m.decodePrompt(tokens)
+	if err != nil {
+		return nil, err
+	}
+	logits, err := logitsAt(m.lctx, idx, m.nVocab)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(logits), nil
 }
