@@ -34,6 +34,10 @@ type FetchOptions struct {
 	// when the download starts and after every piece, from one goroutine
 	// at a time.
 	Progress func(done, total int64)
+	// Announce provides the blob in the DHT once it is stored. Only for
+	// public blobs (models): a job's blobs are private, and announcing
+	// one tells the network who holds it.
+	Announce bool
 }
 
 type fetchCall struct {
@@ -48,7 +52,7 @@ type fetchCall struct {
 // interrupted earlier resumes) are requested from all peers at once, each
 // verified against the manifest; a peer that serves a bad piece is dropped
 // and the piece fetched from another. The whole is checked against hash
-// before it is stored, and the blob is then announced in the DHT.
+// before it is stored; with o.Announce it is then announced in the DHT.
 // Concurrent fetches of one blob share one download.
 func (h *Host) Fetch(ctx context.Context, hash types.Hash, o FetchOptions) (string, error) {
 	if h.store == nil {
@@ -138,7 +142,7 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 			return fail(err)
 		}
 		path, err := part.Complete()
-		if err == nil {
+		if err == nil && o.Announce {
 			h.goTracked(func() {
 				ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
 				defer cancel()
@@ -146,6 +150,8 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 					h.log.Info("cannot announce fetched blob", "hash", hash, "err", err)
 				}
 			})
+		}
+		if err == nil {
 			return path, nil
 		}
 		// Pieces damaged on disk since they were written: fetch them again,
