@@ -212,9 +212,6 @@ func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage ui
 	if j.Kind != market.KindPipeline {
 		return fmt.Errorf("job %d is not a pipeline job", j.ID)
 	}
-	if j.State != market.JobRunning {
-		return fmt.Errorf("job %d is %s: it takes no more stage outputs", j.ID, j.StateName)
-	}
 	cur, next := taskOf(j, int(stage)), taskOf(j, int(stage)+1)
 	if cur == nil || next == nil {
 		return fmt.Errorf("job %d has no stage after %d", j.ID, stage)
@@ -234,7 +231,10 @@ func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage ui
 			continue
 		}
 		if up := holder(cur, i); up != from {
-			return fmt.Errorf("peer %s is not upstream of this provider in its replica chain: only the holder of slot %d of job %d stage %d pushes to it", from, i, j.ID, stage)
+			return fmt.Errorf("peer %s holds no slot of job %d stage %d upstream of this provider: only the holder of slot %d (its replica chain) pushes to it", from, j.ID, stage, i)
+		}
+		if j.State != market.JobRunning {
+			return fmt.Errorf("job %d is %s: it takes no more stage outputs", j.ID, j.StateName)
 		}
 		return nil
 	}
