@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // TestH3FetchedBlobNotAnnounced: a fetched blob is not announced in the
@@ -78,5 +81,40 @@ func TestL4ManifestTakesServingSlot(t *testing.T) {
 	}
 	if _, err := b.fetchManifest(testCtx(t), a.ID(), hash); err != nil {
 		t.Fatalf("manifest request with the slots free: %v", err)
+	}
+}
+
+// TestH3StrangerPieceRefused: a stranger that skips the manifest and asks
+// for a piece of a private blob directly is refused too (every manifest
+// and piece request goes through Authorize); the party it is offered to
+// gets it.
+func TestH3StrangerPieceRefused(t *testing.T) {
+	const piece = 64 << 10
+	b := newHost(t, piece)
+	friend := b.ID()
+	a := newHost(t, piece, withAuthorize(func(_ context.Context, remote peer.ID, _ types.Hash) error {
+		if remote != friend {
+			return errors.New("not a party to the job")
+		}
+		return nil
+	}))
+	stranger := newHost(t, piece)
+	connect(t, b, a)
+	connect(t, stranger, a)
+	hash := put(t, a, randBytes(2*piece, 14))
+	ask := func(h *Host) error {
+		c, err := h.dialBlob(testCtx(t), a.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.close()
+		_, err = c.do(testCtx(t), request{kind: kindPiece, hash: hash, index: 1}, piece)
+		return err
+	}
+	if err := ask(stranger); !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "not a party") {
+		t.Fatalf("a stranger's piece request: %v, want forbidden with the reason", err)
+	}
+	if err := ask(b); err != nil {
+		t.Fatalf("the party's piece request: %v", err)
 	}
 }
