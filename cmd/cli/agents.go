@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
@@ -37,18 +39,39 @@ func addP2PFlags(cmd *cobra.Command, listen []string) {
 	f.StringArray("bootstrap", nil, "libp2p peer to join the DHT through, /ip4/…/p2p/ID (repeatable; registered providers are always used)")
 }
 
-// chainBootstrap lists the registered providers' addresses: the chain is
-// the network's bootstrap list.
+// maxChainBootstrap bounds the providers an agent bootstraps through.
+const maxChainBootstrap = 8
+
+// chainBootstrap lists the addresses of registered providers that have
+// something at stake: the chain is the network's bootstrap list. Only
+// providers with at least the minimum provider stake bonded, not jailed
+// and not tombstoned count (registering costs nothing, so records without
+// stake could fill every new agent's view of the network), the
+// maxChainBootstrap with the most stake bonded (ties: the lower address).
 func chainBootstrap(ctx context.Context, c *node.Client, self string) []string {
 	provs, err := c.Providers(ctx)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	params, err := c.Params(ctx)
+	if err != nil || params.Staking.MinProviderStake == nil {
+		return nil
+	}
+	var staked []chain.ProviderView
 	for _, p := range provs {
-		if p.PeerID == self || p.Tombstoned {
+		if p.Provider == nil || p.PeerID == self || p.Tombstoned || p.Jailed || p.Bonded == nil || p.Bonded.Lt(params.Staking.MinProviderStake) {
 			continue
 		}
+		staked = append(staked, p)
+	}
+	slices.SortFunc(staked, func(a, b chain.ProviderView) int {
+		if c := b.Bonded.Cmp(a.Bonded); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Address[:], b.Address[:])
+	})
+	var out []string
+	for _, p := range staked[:min(len(staked), maxChainBootstrap)] {
 		for _, a := range p.Addrs {
 			if strings.Contains(a, "/p2p/") {
 				out = append(out, a)
@@ -205,13 +228,19 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	if err != nil {
 		return err
 	}
-	access := agent.NewAccess(c)
+	// One Access for the host and the provider: the rules the provider
+	// binds its jobs' blobs to are the ones the host serves by, and they
+	// are kept on disk, so a restart keeps them.
+	access, err := agent.OpenAccess(c, filepath.Join(dir, "access"))
+	if err != nil {
+		return err
+	}
 	h, store, err := openHost(ctx, cmd, c, nodeKey, dir, access, logger, nil)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	cfg := agent.ProviderConfig{Chain: c, Key: key, Host: h, Store: store, LLM: llmOptions(cmd), StateDir: filepath.Join(dir, "state"), Logger: logger}
+	cfg := agent.ProviderConfig{Chain: c, Key: key, Host: h, Store: store, LLM: llmOptions(cmd), StateDir: filepath.Join(dir, "state"), Logger: logger, Access: access}
 	files, _ := f.GetStringArray("model")
 	for _, file := range files {
 		hash, err := store.PutFile(file)
@@ -292,7 +321,12 @@ func runValidatorAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, 
 	if err != nil {
 		return err
 	}
-	access := agent.NewAccess(c)
+	// The validator agent binds nothing: it serves none of what it fetches
+	// (Access refuses unbound blobs).
+	access, err := agent.OpenAccess(c, filepath.Join(home, "validator-agent", "access"))
+	if err != nil {
+		return err
+	}
 	h, store, err := openHost(ctx, cmd, c, key, filepath.Join(home, "validator-agent"), access, logger,
 		[]string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
 	if err != nil {
@@ -382,7 +416,10 @@ func clientSession(cmd *cobra.Command, ctx context.Context) (*agent.Client, func
 		return nil, nil, err
 	}
 	home, _ := cmd.Flags().GetString("home")
-	access := agent.NewAccess(c)
+	access, err := agent.OpenAccess(c, filepath.Join(expandHome(home), "client", "access"))
+	if err != nil {
+		return nil, nil, err
+	}
 	logger, _ := agentLogger(cmd.ErrOrStderr(), "warn")
 	h, store, err := openHost(ctx, cmd, c, key, filepath.Join(expandHome(home), "client"), access, logger, nil)
 	if err != nil {

@@ -151,7 +151,11 @@ func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool)
 		n.t.Fatal(err)
 	}
 	n.model = hash
-	p, err := NewProvider(ProviderConfig{
+	access, err := OpenAccess(n.c, filepath.Join(n.home, name, "access"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	p, err := NewProvider(ProviderConfig{Access: access,
 		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Models: []types.Hash{hash}, LLM: n.lo,
 		Strategy: strategy, Attributes: []string{"ram/16Gi"},
 		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie, Pipeline: true,

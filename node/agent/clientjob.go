@@ -35,9 +35,14 @@ type Client struct {
 	sender *node.Sender
 }
 
-// NewClient wires a client. host must use key as its identity and access
-// as its Authorize hook.
+// NewClient wires a client. host must use key as its identity; access
+// becomes its Authorize hook (Host.SetAuthorize), so that it serves the
+// job blobs the client binds, to the job's parties only.
 func NewClient(c *node.Client, key *ecdsa.PrivateKey, host *p2p.Host, store *blobstore.Store, access *Access) *Client {
+	if access == nil {
+		access = NewAccess(c)
+	}
+	host.SetAuthorize(access.Authorize)
 	return &Client{Chain: c, Key: key, Host: host, Store: store, Access: access, Logger: slog.Default(), sender: node.NewSender(c, key)}
 }
 
@@ -118,8 +123,8 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 }
 
 // postJob posts msg (requirements defaulted: no extra stake, runtime) and
-// limits blobs to the job's parties. They are restricted before posting,
-// when the id is not known yet, so that nobody may fetch them until it is.
+// binds blobs to the job as its inputs. Until then nobody may fetch them
+// (Access refuses unbound blobs).
 func (c *Client) postJob(ctx context.Context, msg *market.MsgPostJob, runtime string, blobs ...types.Hash) (height int64, _ *market.EventJobPosted, _ error) {
 	if msg.Req.MinStake == nil {
 		msg.Req.MinStake = new(uint256.Int)
@@ -134,9 +139,6 @@ func (c *Client) postJob(ctx context.Context, msg *market.MsgPostJob, runtime st
 	if msg.Req.Runtime == "" {
 		msg.Req.Runtime = runtime
 	}
-	for _, h := range blobs {
-		c.Access.Restrict(h, 0)
-	}
 	res, err := c.sender.Send(ctx, msg.Raw())
 	if err != nil {
 		return 0, nil, fmt.Errorf("post job: %w", err)
@@ -146,7 +148,9 @@ func (c *Client) postJob(ctx context.Context, msg *market.MsgPostJob, runtime st
 		return 0, nil, err
 	}
 	for _, h := range blobs {
-		c.Access.Restrict(h, posted.Job)
+		if err := c.Access.Bind(h, Grant{Job: posted.Job, Client: c.Address(), Kind: GrantInput}); err != nil {
+			return 0, nil, fmt.Errorf("job %d is posted but its input cannot be served: %w", posted.Job, err)
+		}
 	}
 	return res.Height, &posted, nil
 }
@@ -165,6 +169,7 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 		for range blocks { // until the subscription has stopped
 		}
 		streams.Wait()
+		c.Access.Forget(id)
 	}()
 	out := &LLMResult{Job: id}
 	streamed := make(chan types.Hash, 1)
@@ -180,13 +185,6 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 				progress("awarded at height %d: %s at %s each (uniform price); results due by %d",
 					b.Height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), e.CommitDeadline)
 				c.serveInput(ctx, e.Providers, progress)
-				streams.Add(1)
-				go func() { // a DHT announcement can take seconds
-					defer streams.Done()
-					if err := c.Host.Provide(ctx, input); err != nil {
-						c.Logger.Debug("cannot announce the prompt in the DHT", "err", err)
-					}
-				}()
 				if len(e.Providers) == 0 {
 					continue
 				}
@@ -308,7 +306,7 @@ func (c *Client) serveInput(ctx context.Context, providers []string, progress Pr
 			continue
 		}
 		if _, err := connectProvider(ctx, c.Host, c.Chain, addr); err != nil {
-			progress("warning: %v (it may still fetch the prompt through the DHT)", err)
+			progress("warning: %v (it may still dial this client)", err)
 		}
 	}
 }

@@ -126,10 +126,10 @@ func pushOutput(ctx context.Context, h *p2p.Host, to peer.ID, hd pushHeader, dat
 }
 
 // servePushes installs the pipeline handler: a ciphertext is accepted
-// only from a provider holding a slot of the stage it says it comes from,
-// for a provider (this one) holding a slot of the next stage; it must hash
-// to what the header says and parse as a ciphertext. Accepted ones go to
-// the store and to deliver.
+// only from the provider upstream of this one in its replica chain (see
+// pushAllowed); it must hash to what the header says and parse as a
+// ciphertext. Accepted ones go to the store (served as the stage's output:
+// see Access) and to deliver.
 func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Access, self func() string,
 	deliver func(job uint64, stage uint16, hash types.Hash)) {
 	h.Host().SetStreamHandler(PipelineProtocol, func(s network.Stream) {
@@ -182,7 +182,10 @@ func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Ac
 			reply(err)
 			return
 		}
-		access.Restrict(hd.Hash, hd.Job)
+		if err := access.BindOutput(hd.Hash, j, hd.Stage); err != nil {
+			reply(err)
+			return
+		}
 		if _, err := store.Put(data); err != nil {
 			reply(fmt.Errorf("cannot store it: %v", err))
 			return
@@ -192,33 +195,50 @@ func servePushes(h *p2p.Host, c *node.Client, store *blobstore.Store, access *Ac
 	})
 }
 
-// pushAllowed checks that peer `from` holds a slot in stage and peer `to`
-// one in stage+1 of pipeline job j.
+// pushAllowed checks that peer `from` is upstream of peer `to` in a
+// replica chain of pipeline job j: `to` holds live slot i of stage+1 and
+// `from` holds live slot i of stage, for the same i.
+//
+// Replica chain i is slot i of every stage, for i < j.Redundancy: the
+// award fills slots 0..r-1 of each stage, and stage s's slot i pushes its
+// output to stage s+1's slot i. A no-show's slot stays where it was
+// (marked dead) and its backup is appended at an index >= r: the backup
+// belongs to no chain. It takes its input from the settled previous stage
+// (fetchVerdict) and its output reaches the next stage after settlement,
+// and the dead slot's former holder may push nothing. So a chain broken
+// by a reassignment goes on through the chain's agreed results, never
+// through another chain's provider.
 func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage uint16, from, to string) error {
 	if j.Kind != market.KindPipeline {
 		return fmt.Errorf("job %d is not a pipeline job", j.ID)
 	}
-	if int(stage)+1 >= len(j.Tasks) {
+	cur, next := taskOf(j, int(stage)), taskOf(j, int(stage)+1)
+	if cur == nil || next == nil {
 		return fmt.Errorf("job %d has no stage after %d", j.ID, stage)
 	}
-	holds := func(s int, id string) bool {
-		for _, sl := range j.Tasks[s].Slots {
-			if pv, err := c.Provider(ctx, sl.Provider); err == nil && pv.PeerID == id {
-				return true
-			}
+	holder := func(t *chain.TaskView, i int) string {
+		if i >= len(t.Slots) || i >= int(j.Redundancy) || t.Slots[i].NoShow {
+			return ""
 		}
-		return false
+		pv, err := c.Provider(ctx, t.Slots[i].Provider)
+		if err != nil {
+			return ""
+		}
+		return pv.PeerID
 	}
-	if !holds(int(stage), from) {
-		return fmt.Errorf("peer %s holds no slot of job %d stage %d", from, j.ID, stage)
+	for i := range next.Slots {
+		if holder(next, i) != to {
+			continue
+		}
+		if up := holder(cur, i); up != from {
+			return fmt.Errorf("peer %s holds no slot of job %d stage %d upstream of this provider: only the holder of slot %d (its replica chain) pushes to it", from, j.ID, stage, i)
+		}
+		if j.State != market.JobRunning {
+			return fmt.Errorf("job %d is %s: it takes no more stage outputs", j.ID, j.StateName)
+		}
+		return nil
 	}
-	if !holds(int(stage)+1, to) {
-		return fmt.Errorf("this provider holds no slot of job %d stage %d", j.ID, stage+1)
-	}
-	if j.State != market.JobRunning {
-		return fmt.Errorf("job %d is %s: it takes no more stage outputs", j.ID, j.StateName)
-	}
-	return nil
+	return fmt.Errorf("this provider holds no replica chain's slot of job %d stage %d (a backup takes the settled input instead)", j.ID, stage+1)
 }
 
 // fetchVerdict makes sure the store holds blob want, the settled result of
@@ -248,8 +268,8 @@ func fetchVerdict(ctx context.Context, h *p2p.Host, c *node.Client, store *blobs
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching
 // it from the job's client, and now and then (the client unreachable) from
-// the providers of its slots and whoever the DHT says holds it, until ctx
-// ends.
+// the providers of its slots, until ctx ends. (A job's blobs are never
+// announced in the DHT: only its parties hold them.)
 func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash) error {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
@@ -265,7 +285,7 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 				}
 			}
 		}
-		if len(peers) > 0 || wider { // no peers: the DHT
+		if len(peers) > 0 {
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, err := h.Fetch(fctx, want, p2p.FetchOptions{Peers: peers})
 			cancel()

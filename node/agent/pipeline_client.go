@@ -172,6 +172,7 @@ func (c *Client) followPipeline(ctx context.Context, id uint64, from int64, prog
 		for range blocks {
 		}
 		dials.Wait()
+		c.Access.Forget(id)
 	}()
 	out := &PipelineResult{Job: id}
 	for b := range blocks {

@@ -135,7 +135,9 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 		return err
 	}
 	for _, h := range []types.Hash{j.Input, parts.In.Model, parts.In.Keys, parts.In.Ciphertext} {
-		p.access.Restrict(h, k.Job)
+		if err := p.access.BindInput(h, j); err != nil {
+			p.log.Warn("an input is not served to the job's other parties", "job", k.Job, "err", err)
+		}
 	}
 	ev, err := p.evaluator(parts)
 	if err != nil {
@@ -196,7 +198,9 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 				return err
 			}
 			input, pushed = cand, false
-			p.access.Restrict(outH, k.Job)
+			if err := p.access.BindOutput(outH, j, k.Stage); err != nil {
+				p.log.Warn("the stage output is served to nobody", "job", k.Job, "stage", s, "err", err)
+			}
 			p.log.Info("evaluated stage on ciphertexts", "job", k.Job, "stage", s, "input", fmt.Sprintf("%x", cand[:8]),
 				"output", fmt.Sprintf("%x", outH[:8]), "bytes", len(out), "took", time.Since(t1).Round(time.Millisecond))
 		}
@@ -259,28 +263,48 @@ func (p *Provider) stageState(ctx context.Context, k taskKey, in *PipelineInput)
 }
 
 // pushNext streams the output of stage k to the provider holding the same
-// slot index in the next stage (its replica chain). A failed push is not
-// fatal: the next provider fetches the agreed input once the chain has it.
+// slot index in the next stage (its replica chain: see pushAllowed). A
+// failed push is not fatal: the next provider fetches the agreed input
+// once the chain has it. If that provider also holds a slot of stage k,
+// the push waits until its own commitment for stage k is on chain (or its
+// window is over): it must compute its stage-k result, not copy this one.
 func (p *Provider) pushNext(ctx context.Context, k taskKey, h types.Hash, data []byte) {
-	j, err := p.cfg.Chain.Job(ctx, k.Job)
-	if err != nil || int(k.Stage)+1 >= len(j.Tasks) {
-		return
-	}
-	idx := -1
-	for i, sl := range j.Tasks[k.Stage].Slots {
-		if sl.Provider == p.addr {
-			idx = i
+	var to types.Address
+	for {
+		j, err := p.cfg.Chain.Job(ctx, k.Job)
+		if err != nil {
+			return
+		}
+		cur, next := taskOf(j, int(k.Stage)), taskOf(j, int(k.Stage)+1)
+		if cur == nil || next == nil {
+			return
+		}
+		idx := -1
+		for i, sl := range cur.Slots {
+			if sl.Provider == p.addr && !sl.NoShow {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 || idx >= int(j.Redundancy) || idx >= len(next.Slots) || next.Slots[idx].NoShow {
+			return // no replica chain goes on from here
+		}
+		to = next.Slots[idx].Provider
+		if to == p.addr {
+			p.delivered(k.Job, k.Stage+1, h)
+			return
+		}
+		if !mustWaitForCommit(cur, to) {
 			break
 		}
-	}
-	next := j.Tasks[k.Stage+1].Slots
-	if idx < 0 || idx >= len(next) {
-		return
-	}
-	to := next[idx].Provider
-	if to == p.addr {
-		p.delivered(k.Job, k.Stage+1, h)
-		return
+		// Wait for a block, then look again.
+		st, err := p.cfg.Chain.RPC.Status(ctx)
+		if err != nil {
+			return
+		}
+		if err := p.cfg.Chain.WaitHeight(ctx, st.SyncInfo.LatestBlockHeight+1); err != nil {
+			return
+		}
 	}
 	pid, err := connectProvider(ctx, p.cfg.Host, p.cfg.Chain, to)
 	if err == nil {
@@ -293,4 +317,19 @@ func (p *Provider) pushNext(ctx context.Context, k taskKey, h types.Hash, data [
 		return
 	}
 	p.log.Info("pushed the stage output to the next provider", "job", k.Job, "stage", k.Stage, "to", to.Hex(), "peer", peer.ID(pid).ShortString(), "bytes", len(data))
+}
+
+// mustWaitForCommit reports whether provider addr holds a live slot of
+// task t that may still commit and has not: it may not see t's outputs
+// yet.
+func mustWaitForCommit(t *chain.TaskView, addr types.Address) bool {
+	if t.Status != "executing" && t.Status != "waiting" {
+		return false
+	}
+	for _, sl := range t.Slots {
+		if sl.Provider == addr && !sl.NoShow && !sl.Committed {
+			return true
+		}
+	}
+	return false
 }

@@ -62,6 +62,11 @@ type ProviderConfig struct {
 	// Pipeline offers the encrypted pipeline runtime (RuntimeCKKS): the
 	// provider evaluates CKKS stages of pipeline jobs.
 	Pipeline bool
+	// Access decides who may fetch the provider's blobs and read its token
+	// streams; nil is an in-memory one. NewProvider installs it on Host
+	// (Host.SetAuthorize). A long-running agent passes OpenAccess, whose
+	// rules survive a restart.
+	Access *Access
 	// Lie makes the provider change one token of every output before it
 	// commits (pipeline stages: evaluate with one weight off): a
 	// devnet-only switch that shows the dispute path.
@@ -137,10 +142,13 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	}
 	p := &Provider{
 		cfg: cfg, log: cfg.Logger, addr: ethcrypto.PubkeyToAddress(cfg.Key.PublicKey),
-		sender: node.NewSender(cfg.Chain, cfg.Key), access: NewAccess(cfg.Chain),
+		sender: node.NewSender(cfg.Chain, cfg.Key), access: cfg.Access,
 		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
 		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool),
 		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
+	}
+	if p.access == nil {
+		p.access = NewAccess(cfg.Chain)
 	}
 	if cfg.StateDir != "" {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -148,7 +156,10 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		}
 		p.loadSecrets()
 	}
-	serveStreams(cfg.Host, &p.feeds, p.access, 10*time.Minute)
+	// The host serves blobs through this provider's rules, whatever it
+	// was built with: they are the ones the provider binds its jobs to.
+	cfg.Host.SetAuthorize(p.access.Authorize)
+	serveStreams(cfg.Host, &p.feeds, p.access, p.holdsSlot, 10*time.Minute)
 	if cfg.Pipeline {
 		servePushes(cfg.Host, cfg.Chain, cfg.Store, p.access, func() string { return cfg.Host.ID().String() }, p.delivered)
 	}
@@ -158,7 +169,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 // Address is the provider's account.
 func (p *Provider) Address() types.Address { return p.addr }
 
-// Access is the provider's blob access control (for p2p.Config.Authorize).
+// Access is the provider's blob access control (installed on its host).
 func (p *Provider) Access() *Access { return p.access }
 
 // Close frees the loaded models.
@@ -232,6 +243,7 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		if _, err := p.model(h); err != nil {
 			return nil, err
 		}
+		p.access.Public(h) // models are public: anyone may fetch them
 		if err := p.cfg.Host.Provide(ctx, h); err != nil {
 			p.log.Warn("cannot announce model in the DHT", "model", fmt.Sprintf("%x", h[:8]), "err", err)
 		}
@@ -425,6 +437,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 			r.CommitDeadline = max(r.CommitDeadline, e.CommitDeadline)
 		}
 		p.mu.Unlock()
+	case market.EventJobCompleted{}.EventType():
+		var e market.EventJobCompleted
+		if types.DecodeEvent(ev, &e) == nil {
+			p.closeJob(e.Job)
+		}
+	case market.EventJobExpired{}.EventType():
+		var e market.EventJobExpired
+		if types.DecodeEvent(ev, &e) == nil {
+			p.closeJob(e.Job)
+		}
 	case market.EventResultCommitted{}.EventType():
 		var e market.EventResultCommitted
 		if types.DecodeEvent(ev, &e) == nil && e.RevealsOpen {
@@ -437,6 +459,52 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 			}
 		}
 	}
+}
+
+// closeJob forgets what the provider holds in memory for a closed job:
+// its token stream, its bid and result secrets, its access rules (they
+// stay on disk with OpenAccess: the client may still fetch the output).
+func (p *Provider) closeJob(job uint64) {
+	p.feeds.drop(job)
+	p.access.Forget(job)
+	p.mu.Lock()
+	n := len(p.bids) + len(p.results)
+	for k := range p.bids {
+		if k.Job == job {
+			delete(p.bids, k)
+		}
+	}
+	for k := range p.results {
+		if k.Job == job {
+			delete(p.results, k)
+		}
+	}
+	for k := range p.running {
+		if k.Job == job {
+			delete(p.running, k)
+		}
+	}
+	changed := n != len(p.bids)+len(p.results)
+	p.mu.Unlock()
+	if changed {
+		p.saveSecrets()
+	}
+}
+
+// holdsSlot returns nil if this provider holds a live slot of job.
+func (p *Provider) holdsSlot(ctx context.Context, job uint64) error {
+	j, err := p.cfg.Chain.Job(ctx, job)
+	if err != nil {
+		return fmt.Errorf("job %d: %w", job, err)
+	}
+	for _, t := range j.Tasks {
+		for _, s := range t.Slots {
+			if s.Provider == p.addr && !s.NoShow {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("this provider holds no slot of job %d: it has no token stream of it", job)
 }
 
 // considerJob bids on job if this provider can run it at a price within
@@ -571,6 +639,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 		return p.runPipelineTask(ctx, k, j, commitDeadline)
 	}
 	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
+	f := p.feeds.get(k.Job) // the client may ask for the stream already
 	t0 := time.Now()
 	in, err := p.fetchInput(ctx, j, commitDeadline)
 	if err != nil {
@@ -581,7 +650,6 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	if err != nil {
 		return err
 	}
-	f := p.feeds.get(k.Job)
 	t1 := time.Now()
 	out, err := m.Generate(ctx, llm.Request{Prompt: in.Prompt, MaxTokens: int(j.MaxTokens)}, func(tok int, piece string) error {
 		t := tok
@@ -606,12 +674,11 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	if err != nil {
 		return err
 	}
-	p.access.Restrict(h, k.Job)
-	p.spawn(func() { // a DHT announcement can take seconds; nothing waits for it
-		if err := p.cfg.Host.Provide(ctx, h); err != nil {
-			p.log.Debug("cannot announce output", "err", err)
-		}
-	})
+	// Served to the client, and to validators if the task is disputed;
+	// never announced: the output is the client's.
+	if err := p.access.BindOutput(h, j, k.Stage); err != nil {
+		p.log.Warn("the output is served to nobody", "job", k.Job, "err", err)
+	}
 	if err := p.commitResult(ctx, k, h, commitDeadline); err != nil {
 		return err
 	}
@@ -656,7 +723,9 @@ func withoutEOG(m *llm.Model, toks []int) []int {
 // once the award names them (or from whoever holds it); it gives up at the
 // commit deadline.
 func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, commitDeadline uint64) (*LLMInput, error) {
-	p.access.Restrict(j.Input, j.ID)
+	if err := p.access.BindInput(j.Input, j); err != nil {
+		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
+	}
 	fctx, cancel := untilHeight(ctx, p.cfg.Chain, commitDeadline)
 	defer cancel()
 	if err := fetchFromParties(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // StreamProtocol streams a job's tokens from a provider to its client as
-// they are generated. The client sends one JSON line {"job":N}; the
+// they are generated (to the client only: see Access.StreamParty). The client sends one JSON line {"job":N}; the
 // provider answers with one JSON line per token and a last line with the
 // result hash (or an error).
 const StreamProtocol = "/ogpu/llm/stream/1"
@@ -66,32 +66,99 @@ func (f *feed) from(i int) ([]streamMsg, bool, <-chan struct{}) {
 	return f.msgs[i:], f.done, f.changed
 }
 
-// feeds holds the provider's streams by job.
+// feeds holds the provider's streams by job, and how many streams each
+// peer has open.
 type feeds struct {
-	mu sync.Mutex
-	m  map[uint64]*feed
+	mu    sync.Mutex
+	m     map[uint64]*feed
+	added chan struct{} // closed when a feed is added
+	open  map[peer.ID]int
 }
 
+func (fs *feeds) init() {
+	if fs.m == nil {
+		fs.m = make(map[uint64]*feed)
+		fs.added = make(chan struct{})
+		fs.open = make(map[peer.ID]int)
+	}
+}
+
+// get returns job's feed, making it (the provider starts the job).
 func (fs *feeds) get(job uint64) *feed {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if fs.m == nil {
-		fs.m = make(map[uint64]*feed)
-	}
+	fs.init()
 	f, ok := fs.m[job]
 	if !ok {
 		f = newFeed()
 		fs.m[job] = f
+		close(fs.added)
+		fs.added = make(chan struct{})
 	}
 	return f
 }
 
-// serveStreams installs the stream handler on h. Only the job's parties
-// (see Access) may listen; a request for a job this provider has not
-// started waits for it (up to wait).
-func serveStreams(h *p2p.Host, fs *feeds, access *Access, wait time.Duration) {
+// lookup returns job's feed if the provider started the job, and a
+// channel closed when a feed is added.
+func (fs *feeds) lookup(job uint64) (*feed, <-chan struct{}) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.init()
+	return fs.m[job], fs.added
+}
+
+// drop forgets job's feed (the job is closed).
+func (fs *feeds) drop(job uint64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	delete(fs.m, job)
+}
+
+// len is the number of feeds held.
+func (fs *feeds) len() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return len(fs.m)
+}
+
+// enter counts a stream of p; false if p has maxStreamsPerPeer open.
+func (fs *feeds) enter(p peer.ID) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.init()
+	if fs.open[p] >= maxStreamsPerPeer {
+		return false
+	}
+	fs.open[p]++
+	return true
+}
+
+func (fs *feeds) leave(p peer.ID) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.open[p]--; fs.open[p] <= 0 {
+		delete(fs.open, p)
+	}
+}
+
+// Stream limits: streams one peer may have open at once; how long a
+// request for a job this provider holds a slot of but has not started
+// waits for it to start.
+const (
+	maxStreamsPerPeer = 4
+	streamStartWait   = 30 * time.Second
+)
+
+// serveStreams installs the stream handler on h. Only the job's client
+// (and validators while it is disputed) may listen; see
+// Access.StreamParty. holds says whether this provider holds a slot of
+// the job: a request for a job it does not hold is refused at once, one
+// for a job it holds but has not started waits up to streamStartWait, and
+// one for a started job up to wait for the job to finish.
+func serveStreams(h *p2p.Host, fs *feeds, access *Access, holds func(ctx context.Context, job uint64) error, wait time.Duration) {
 	h.Host().SetStreamHandler(StreamProtocol, func(s network.Stream) {
 		defer s.Close()
+		remote := s.Conn().RemotePeer()
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -102,15 +169,43 @@ func serveStreams(h *p2p.Host, fs *feeds, access *Access, wait time.Duration) {
 		}
 		var req streamRequest
 		enc := json.NewEncoder(s)
+		refuse := func(msg string) {
+			_ = s.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_ = enc.Encode(streamMsg{Error: msg})
+		}
 		if err := json.Unmarshal(line, &req); err != nil {
-			_ = enc.Encode(streamMsg{Error: "bad request: want {\"job\":N}"})
+			refuse("bad request: want {\"job\":N}")
 			return
 		}
-		if err := access.JobParty(ctx, req.Job, s.Conn().RemotePeer()); err != nil {
-			_ = enc.Encode(streamMsg{Error: err.Error()})
+		if !fs.enter(remote) {
+			refuse(fmt.Sprintf("too many open streams from peer %s (at most %d at once)", remote, maxStreamsPerPeer))
 			return
 		}
-		f := fs.get(req.Job)
+		defer fs.leave(remote)
+		if err := access.StreamParty(ctx, req.Job, remote); err != nil {
+			refuse(err.Error())
+			return
+		}
+		f, added := fs.lookup(req.Job)
+		if f == nil {
+			if err := holds(ctx, req.Job); err != nil {
+				refuse(err.Error())
+				return
+			}
+			start := time.NewTimer(streamStartWait)
+			defer start.Stop()
+			for f == nil {
+				select {
+				case <-added:
+					f, added = fs.lookup(req.Job)
+				case <-start.C:
+					refuse(fmt.Sprintf("the provider has not started job %d yet: ask again later", req.Job))
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
 		for i := 0; ; {
 			msgs, done, changed := f.from(i)
 			for _, m := range msgs {
@@ -126,7 +221,7 @@ func serveStreams(h *p2p.Host, fs *feeds, access *Access, wait time.Duration) {
 			select {
 			case <-changed:
 			case <-ctx.Done():
-				_ = enc.Encode(streamMsg{Error: "the provider has not finished the job in time"})
+				refuse("the provider has not finished the job in time")
 				return
 			}
 		}

@@ -230,15 +230,13 @@ func (h *Host) handleBlob(s network.Stream) {
 			}
 			return
 		}
-		// Bound the piece buffers held at once, whatever the number of
-		// streams: a slot is held from reading the piece to sending it.
-		release := func() {}
-		if q.kind == kindPiece {
-			var ok bool
-			if release, ok = h.acquireSlot(remote); !ok {
-				s.Reset()
-				return
-			}
+		// Bound the work done at once, whatever the number of streams: a
+		// slot is held from the request (its authorization, which may ask
+		// the chain, and reading the manifest or piece) to sending it.
+		release, ok := h.acquireSlot(remote)
+		if !ok {
+			s.Reset()
+			return
 		}
 		status, msg, payload := h.serve(remote, q)
 		if status == statusOK && q.kind == kindPiece {
@@ -330,9 +328,9 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 	if h.store == nil {
 		return statusNotFound, "this peer keeps no blobs", nil
 	}
-	if h.authorize != nil {
+	if authorize := h.authorizer(); authorize != nil {
 		ctx, cancel := context.WithTimeout(h.ctx, requestTimeout)
-		err := h.authorize(ctx, remote, q.hash)
+		err := authorize(ctx, remote, q.hash)
 		cancel()
 		if err != nil {
 			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil

@@ -39,6 +39,10 @@ type FetchOptions struct {
 	// anything is allocated on disk, and the next peer is asked. Callers
 	// that know the size a job declares (a model's ModelSize) set it.
 	MaxSize int64
+	// Announce provides the blob in the DHT once it is stored. Only for
+	// public blobs (models): a job's blobs are private, and announcing
+	// one tells the network who holds it.
+	Announce bool
 }
 
 // ErrTooLarge: a peer's manifest declares a blob larger than
@@ -57,7 +61,7 @@ type fetchCall struct {
 // interrupted earlier resumes) are requested from all peers at once, each
 // verified against the manifest; a peer that serves a bad piece is dropped
 // and the piece fetched from another. The whole is checked against hash
-// before it is stored, and the blob is then announced in the DHT.
+// before it is stored; with o.Announce it is then announced in the DHT.
 // Concurrent fetches of one blob share one download.
 func (h *Host) Fetch(ctx context.Context, hash types.Hash, o FetchOptions) (string, error) {
 	if h.store == nil {
@@ -151,7 +155,7 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 			return fail(err)
 		}
 		path, err := part.Complete()
-		if err == nil {
+		if err == nil && o.Announce {
 			h.goTracked(func() {
 				ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
 				defer cancel()
@@ -159,6 +163,8 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 					h.log.Info("cannot announce fetched blob", "hash", hash, "err", err)
 				}
 			})
+		}
+		if err == nil {
 			return path, nil
 		}
 		// Pieces damaged on disk since they were written: fetch them again,

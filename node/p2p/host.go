@@ -74,6 +74,7 @@ type Config struct {
 	// Authorize decides whether remote may fetch blob h; it is called for
 	// every manifest and piece request. Nil allows all. A non-nil error
 	// refuses the request; the fetcher sees ErrForbidden and the message.
+	// SetAuthorize replaces it on a running host.
 	Authorize func(ctx context.Context, remote peer.ID, h types.Hash) error
 	// Logger receives the host's logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -86,6 +87,7 @@ type Host struct {
 	ps        *pubsub.PubSub
 	adverts   *pubsub.Topic
 	store     *blobstore.Store
+	authMu    sync.RWMutex
 	authorize func(context.Context, peer.ID, types.Hash) error
 	log       *slog.Logger
 
@@ -214,6 +216,22 @@ func New(ctx context.Context, c Config) (*Host, error) {
 		return fail(err)
 	}
 	return h, nil
+}
+
+// SetAuthorize replaces the host's Authorize hook (see Config.Authorize):
+// an agent that owns the access rules installs them on the host it is
+// given, so that the host cannot serve through rules nobody restricts.
+// Nil allows all.
+func (h *Host) SetAuthorize(f func(ctx context.Context, remote peer.ID, hash types.Hash) error) {
+	h.authMu.Lock()
+	h.authorize = f
+	h.authMu.Unlock()
+}
+
+func (h *Host) authorizer() func(context.Context, peer.ID, types.Hash) error {
+	h.authMu.RLock()
+	defer h.authMu.RUnlock()
+	return h.authorize
 }
 
 // ID returns the host's peer id.
