@@ -347,7 +347,6 @@ func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
 			k.slashValidator(j, stage, op, k.p.VoteSlashBps, "voted against the outcome of job "+strconv.FormatUint(j.ID, 10))
 		}
 	}
-	k.ver.ClearVotes(j.ID, stage)
 	if decided {
 		k.payVoters(j, stage, t, with, withPower, withTotal)
 	}
@@ -410,6 +409,7 @@ func (k *Keeper) reopen(j *Job, stage uint16, t *verifier.Task) {
 			t.Slots[i].InputReport, t.Slots[i].Checked = 0, true
 		}
 	}
+	k.ver.ClearVotes(j.ID, stage) // a later dispute of the task votes afresh
 	t.Status = verifier.TaskExecuting
 	t.CommitDeadline = k.ctx.Height + j.Windows.Execute
 	t.RevealDeadline = t.CommitDeadline + j.Windows.Verify

@@ -429,14 +429,17 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	mustContain(t, "job text", e.ok("query", "job", job), "stage 0: disputed", "votes until", "revealed result "+truth, "revealed result "+lie)
 
 	_, err := e.fails("tx", "dispute", "vote", job, "0", truth, "--from", "client")
-	errContains(t, "vote by a non-validator", err, "operates no validator")
+	errContains(t, "vote by a non-validator", err, "is not an active validator")
 	_, err = e.fails("tx", "dispute", "vote", job, "1", truth, "--from", "validator")
 	errContains(t, "vote on a wrong stage", err, "not 1")
 
 	clientBefore, burnedBefore := e.balance("client"), e.supply().Burned
 	p1Before := e.balance("p1")
-	out := e.ok("tx", "dispute", "vote", job, "0", truth, "--from", "validator")
-	mustContain(t, "vote", out, "the stage settled on "+truth)
+	_, err = e.fails("tx", "dispute", "open", job, "0", "--from", "validator")
+	errContains(t, "open before sealing", err, "once every active validator has sealed one")
+	mustContain(t, "seal", e.ok("tx", "dispute", "vote", job, "0", truth, "--from", "validator"), "sealed a vote for "+truth)
+	out := e.ok("tx", "dispute", "open", job, "0", "--from", "validator")
+	mustContain(t, "vote", out, "the stage settled verdict on "+truth)
 
 	// p2 lost half its 200 oGPU stake; half of that went to the client, the
 	// rest was burned. The client also got p2's 10 oGPU back.
@@ -463,29 +466,30 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	_, err = e.fails("tx", "provider", "unjail", "--from", "p2")
 	errContains(t, "unjail a tombstoned provider", err, "tombstoned")
 
-	// Canaries: only a validator's operator may post one; the answer's
-	// salt is kept for the reveal, and a refused post keeps nothing.
+	// Canaries: any account posts one, sealed with a validator's known
+	// answers; the salts are kept for the validator's claim, and nothing on
+	// chain tells it from a client's job.
 	canaryDir := filepath.Join(e.wallet, "canaries", e.chainID)
 	answer := hashHex("canary answer")
-	_, err = e.fails("tx", "job", "post", "--from", "client", "--model", hashHex("model"), "--max-price", "1ogpu", "--canary-answer", answer)
-	errContains(t, "canary by a client", err, "only a validator's operator may post a canary job")
+	_, err = e.fails("tx", "job", "post", "--from", "client", "--model", hashHex("model"), "--max-price", "1ogpu", "--stages", "2", "--canary-answer", answer)
+	errContains(t, "one canary answer for two stages", err, "--canary-answer given 1 times for 2 stages")
 	if files, _ := filepath.Glob(filepath.Join(canaryDir, "*")); len(files) != 0 {
 		t.Fatalf("a refused canary left files: %v", files)
 	}
-	canary := e.postJob("1ogpu", "--from", "validator", "--canary-answer", answer)
+	canary := e.postJob("1ogpu", "--from", "client", "--canary-answer", answer, "--canary-validator", e.addr["validator"].Hex())
 	if st, err := os.Stat(canary.CanaryFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("canary salt %q: %v", canary.CanaryFile, err)
 	}
 	if files, _ := filepath.Glob(filepath.Join(canaryDir, "pending-*")); len(files) != 0 {
 		t.Fatalf("pending canary files left: %v", files)
 	}
-	if c := e.job(canary.Job); c.Canary == (types.Hash{}) || c.Client != e.addr["validator"] {
-		t.Fatalf("canary job: %+v", c.Job)
+	if c := e.job(canary.Job); c.Seal == (types.Hash{}) || c.CanaryBy != (types.Address{}) || c.Client != e.addr["client"] {
+		t.Fatalf("canary job before its claim: %+v", c.Job)
 	}
 	_, err = e.fails("tx", "canary", "reveal", strconv.FormatUint(canary.Job, 10), "--from", "validator")
-	errContains(t, "canary reveal before the award", err, "is not executing", "ogpu query job")
+	errContains(t, "canary claim before the award", err, "a canary answer is claimed after every provider revealed")
 	_, err = e.fails("tx", "canary", "reveal", job, "--from", "validator")
-	errContains(t, "canary reveal of a job that is not one", err, "no saved canary answer")
+	errContains(t, "canary claim on a job that is not one", err, "no saved canary")
 
 	// A second validator from CometBFT's key file; its stake stays in the sum.
 	keyDir := t.TempDir()

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -236,14 +238,37 @@ func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16) e
 // of job. It is the one place a vote leaves the agent (a commit-reveal
 // vote replaces its body).
 func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, result types.Hash) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	msg := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result}
-	if _, err := v.sender.Send(ctx, msg.Raw()); err != nil {
-		return fmt.Errorf("vote: %w", err)
+	// Votes are sealed first (hash of job, stage, result, salt, operator)
+	// and opened once every active validator has sealed or the sealing
+	// phase is over, so nobody can copy another's vote.
+	var salt types.Hash
+	if _, err := rand.Read(salt[:]); err != nil {
+		return err
 	}
-	v.Logger.Info("voted", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
-	return nil
+	seal := &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt, v.sender.Address())}
+	res, err := v.sender.Send(ctx, seal.Raw())
+	if err != nil {
+		return fmt.Errorf("seal vote: %w", err)
+	}
+	v.Logger.Info("sealed vote", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
+	open := (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}).Raw()
+	for h := res.Height; ; h++ {
+		_, err := v.sender.Send(ctx, open)
+		var te *node.TxError
+		switch {
+		case err == nil:
+			v.Logger.Info("opened vote", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
+			return nil
+		case !errors.As(err, &te) || te.Code != types.ErrWrongPhase.Code:
+			return fmt.Errorf("open vote: %w", err)
+		}
+		// Not every active validator has sealed yet: try after the next block.
+		if err := v.Chain.WaitHeight(ctx, h+1); err != nil {
+			return fmt.Errorf("open vote: %w", err)
+		}
+	}
 }
 
 // Reexecute computes the validator's own result of the disputed stage of
