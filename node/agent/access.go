@@ -437,6 +437,8 @@ func (a *Access) activeValidator(ctx context.Context, addr types.Address) error 
 			continue
 		}
 		switch {
+		case !v.Active:
+			return fmt.Errorf("validator %s is not active (the chain's escrow.IsActiveValidator)", addr.Hex())
 		case v.Power == 0:
 			return fmt.Errorf("validator %s has no voting power", addr.Hex())
 		case v.Jailed || v.Tombstoned:
