@@ -300,3 +300,15 @@ type EventDeadlinesDeferred struct {
 }
 
 func (EventDeadlinesDeferred) EventType() string { return "deadlines_deferred" }
+
+// EventTaskConfirming: every live slot revealed the same result; the task
+// settles on it at the end of block SettlesAt unless a canary claim
+// contests it.
+type EventTaskConfirming struct {
+	Job       uint64     `event:"job,index"`
+	Stage     uint16     `event:"stage"`
+	Result    types.Hash `event:"result"`
+	SettlesAt uint64     `event:"settles_at"`
+}
+
+func (EventTaskConfirming) EventType() string { return "task_confirming" }

@@ -450,6 +450,7 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 		t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
 		k.ver.SetTask(j.ID, stage, t)
 		k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
+		k.emit(EventTaskConfirming{Job: j.ID, Stage: stage, Result: results[0], SettlesAt: t.ConfirmBy})
 	default:
 		k.openVote(j, stage, t, verifier.TaskDisputed, results)
 	}

@@ -1257,7 +1257,7 @@ type ResultRevealOutput struct {
 	Job     uint64     `json:"job"`
 	Stage   uint16     `json:"stage"`
 	Result  types.Hash `json:"result"`
-	Outcome string     `json:"outcome,omitempty"` // agreed, disputed, or empty while others have yet to reveal
+	Outcome string     `json:"outcome,omitempty"` // confirming (agreed, settles after the canary window), disputed, or empty while others have yet to reveal
 }
 
 func newResultRevealCmd() *cobra.Command {
@@ -1315,10 +1315,13 @@ func newResultRevealCmd() *cobra.Command {
 				o := ResultRevealOutput{TxOutput: out, Job: id, Stage: stage, Result: *sec.Result}
 				var settled market.EventTaskSettled
 				var disputed market.EventDisputeOpened
+				var confirming market.EventTaskConfirming
 				if node.FindEvent(res, &settled) == nil {
 					o.Outcome = settled.Outcome
 				} else if node.FindEvent(res, &disputed) == nil {
 					o.Outcome = "disputed"
+				} else if node.FindEvent(res, &confirming) == nil {
+					o.Outcome = "confirming"
 				}
 				return o, func(w io.Writer) {
 					fmt.Fprintf(w, "revealed result %x for job %d stage %d\n", *sec.Result, id, stage)
@@ -1326,7 +1329,9 @@ func newResultRevealCmd() *cobra.Command {
 					case "":
 						fmt.Fprintln(w, "waiting for the other providers' reveals")
 					case "disputed":
-						fmt.Fprintf(w, "the revealed results differ: dispute opened, validators vote until height %d (`ogpu tx dispute vote`)\n", disputed.Deadline)
+						fmt.Fprintf(w, "the revealed results differ: dispute opened, validators seal votes until height %d and open them until %d (`ogpu tx dispute vote|open`)\n", disputed.SealBy, disputed.Deadline)
+					case "confirming":
+						fmt.Fprintf(w, "the results agree: the stage settles at the end of block %d (after its canary window)\n", confirming.SettlesAt)
 					default:
 						fmt.Fprintf(w, "stage settled (%s): %s paid to providers, %s refunded\n", o.Outcome, types.FormatAmount(settled.Paid), types.FormatAmount(settled.Refund))
 					}

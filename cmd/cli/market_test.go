@@ -369,9 +369,10 @@ func TestMarketAuctionAgreed(t *testing.T) {
 	mustContain(t, "reveal p1", e.ok("tx", "result", "reveal", job, "0", "--from", "p1"), "waiting for the other providers' reveals")
 	p1Before := e.balance("p1")
 	var rr ResultRevealOutput
-	if err := json.Unmarshal([]byte(e.ok("tx", "result", "reveal", job, "0", "--from", "p2", "-o", "json")), &rr); err != nil || rr.Outcome != "agreed" {
+	if err := json.Unmarshal([]byte(e.ok("tx", "result", "reveal", job, "0", "--from", "p2", "-o", "json")), &rr); err != nil || rr.Outcome != "confirming" {
 		t.Fatalf("reveal p2: %+v %v", rr, err)
 	}
+	e.waitState(id, "completed") // after the canary window
 
 	// Payment landed: p1 sent nothing since its reveal and got 9 oGPU.
 	if got := new(uint256.Int).Sub(e.balance("p1"), p1Before); !got.Eq(types.OGPU(9)) {
@@ -436,7 +437,7 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	clientBefore, burnedBefore := e.balance("client"), e.supply().Burned
 	p1Before := e.balance("p1")
 	_, err = e.fails("tx", "dispute", "open", job, "0", "--from", "validator")
-	errContains(t, "open before sealing", err, "once every active validator has sealed one")
+	errContains(t, "open before sealing", err, "seal one with `ogpu tx dispute vote`")
 	mustContain(t, "seal", e.ok("tx", "dispute", "vote", job, "0", truth, "--from", "validator"), "sealed a vote for "+truth)
 	out := e.ok("tx", "dispute", "open", job, "0", "--from", "validator")
 	mustContain(t, "vote", out, "the stage settled verdict on "+truth)
