@@ -166,7 +166,7 @@ func worstCaseJob(stages, r uint16) *market.MsgPostJob {
 	for i := range reqs {
 		reqs[i] = fmt.Sprintf("gpu/vendor/nvidia/model/m%d/ram>=%dGi", i, i+1)
 	}
-	return &market.MsgPostJob{Kind: market.KindInference, Mode: market.ModeAuction, Stages: stages, Redundancy: r,
+	return &market.MsgPostJob{Kind: market.KindInference, Mode: market.ModeAuction, Stages: stages, Redundancy: r, Seal: types.Hash{1},
 		MaxPrice: uint256.NewInt(10_000_000_000_000_000), Req: market.Requirements{MinStake: new(uint256.Int), Attributes: reqs},
 		Model: types.Hash{1}, ModelSize: 1000, Input: types.Hash{2}, Windows: market.Windows{Bid: 5, Reveal: 2, Execute: 3, Verify: 3}}
 }

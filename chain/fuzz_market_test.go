@@ -83,6 +83,7 @@ const (
 	fmOpSend
 	fmOpValidator
 	fmOpRevealCanary
+	fmOpReportInput
 	fmOpRaw
 	fmNumOps
 )
@@ -97,6 +98,9 @@ var (
 	fmPrices  = []*uint256.Int{uint256.NewInt(1), types.OGPU(1), types.OGPU(3), types.OGPU(5), types.OGPU(8), types.OGPU(10), types.OGPU(11)}
 	fmAmounts = []*uint256.Int{uint256.NewInt(1), types.OGPU(1), types.OGPU(50), types.OGPU(100), types.OGPU(200), types.OGPU(5000)}
 	fmResults = []types.Hash{fmHash("result 0"), fmHash("result 1"), fmHash("result 2")}
+	// fmVotes are what a vote may open to: a result, an input check's
+	// answers, or abstain.
+	fmVotes = append(append([]types.Hash{}, fmResults...), verifier.InputAvailable, verifier.InputBad, verifier.Abstain)
 	// fmCanarySalt is the salt of every canary commitment the fuzzer posts.
 	fmCanarySalt = fmHash("canary salt")
 	fmInfos      = []market.ProviderInfo{
@@ -312,12 +316,23 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		}
 		return (&verifier.MsgRevealResult{Job: job, Stage: stage, Result: result, Salt: salt}).Raw(), nil
 	case fmOpVote:
+		// mode%4: 0 seals a vote, 2 seals a copy of another actor's sealed
+		// vote (it cannot be opened: the commitment binds its validator),
+		// 1 and 3 open one.
 		job, stage, mode := s.job(), s.stage(), s.r.next()
-		result := fmResults[int(s.r.next())%len(fmResults)]
-		if mode%2 == 0 { // seal, then (another operation) open
+		result := fmVotes[int(s.r.next())%len(fmVotes)]
+		switch mode % 4 {
+		case 0:
 			return (&verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, fmCanarySalt, from)}).Raw(), nil
+		case 2:
+			other := addrOf(fmActors[int(mode/4)%len(fmActors)])
+			return (&verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, fmCanarySalt, other)}).Raw(), nil
 		}
 		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: fmCanarySalt}).Raw(), nil
+	case fmOpReportInput:
+		// reason%5: 1..3 are the reasons, 0 and 4 invalid.
+		job, stage, reason := s.job(), s.stage(), s.r.next()
+		return (&verifier.MsgReportInput{Job: job, Stage: stage, Reason: reason % 5}).Raw(), nil
 	case fmOpPostJob:
 		m := fmJob1()
 		if s.r.next()%2 == 1 {
@@ -377,7 +392,8 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		hashes, _ := fmCanarySeal(1 + int(s.r.next()%3))
 		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Answer: result, Salt: sl, StageHashes: hashes}).Raw(), nil
 	default: // fmOpRaw: any type, any payload
-		typ := types.MsgType(1 + s.r.next()%18)
+		// 1 .. one past the last message type (unknown)
+		typ := 1 + types.MsgType(s.r.next())%(types.MsgTypeReportInput+1)
 		data := make([]byte, int(s.r.next())%96)
 		for i := range data {
 			data[i] = s.r.next()
@@ -621,6 +637,23 @@ func (s *fmSeed) revealResult(signer, job, stage int) *fmSeed {
 	return s.tx(fmOpRevealResult, signer, byte(job), byte(stage), 1, 0, 0)
 }
 
+// Vote modes and what a vote opens to (indexes into fmVotes).
+const (
+	fmSeal      = 0
+	fmOpen      = 1
+	fmResult0   = 0
+	fmAvailable = 3
+	fmBad       = 4
+)
+
+func (s *fmSeed) vote(signer, job, stage, mode, vote int) *fmSeed {
+	return s.tx(fmOpVote, signer, byte(job), byte(stage), byte(mode), byte(vote))
+}
+
+func (s *fmSeed) reportInput(signer, job, stage, reason int) *fmSeed {
+	return s.tx(fmOpReportInput, signer, byte(job), byte(stage), byte(reason))
+}
+
 // fmSeeds are operation sequences through the main paths of a job's life;
 // the fuzzer mutates from there.
 func fmSeeds() []fmNamedSeed {
@@ -629,15 +662,16 @@ func fmSeeds() []fmNamedSeed {
 	add := func(s *fmSeed) { seeds = append(seeds, fmNamedSeed{name, s.b}) }
 
 	name = "auction_dispute"
-	// Job 1 awarded to bob and carol; stage 0 agrees, stage 1 is disputed
-	// and val's vote settles it against carol (fraud: slashed, tombstoned).
+	// Job 1 awarded to bob and carol; stage 0 agrees (and settles three
+	// blocks later), stage 1 is disputed and val's vote, sealed then
+	// opened, settles it against carol (fraud: slashed, tombstoned).
 	s := &fmSeed{}
 	s.commitBid(fmBob, 1, 0, fmPrice5, 1).commitBid(fmCarol, 1, 0, fmPrice8, 2).
 		commitBid(fmBob, 1, 1, fmPrice3, 3).commitBid(fmCarol, 1, 1, fmPrice5, 4).advance(2)
 	s.revealBid(fmBob, 1, 0).revealBid(fmCarol, 1, 0).revealBid(fmBob, 1, 1).revealBid(fmCarol, 1, 1).advance(2)
 	s.commitResult(fmBob, 1, 0, 0).commitResult(fmCarol, 1, 0, 0).commitResult(fmBob, 1, 1, 0).commitResult(fmCarol, 1, 1, 1).advance(1)
 	s.revealResult(fmBob, 1, 0).revealResult(fmCarol, 1, 0).revealResult(fmBob, 1, 1).revealResult(fmCarol, 1, 1).advance(1)
-	s.tx(fmOpVote, fmVal, 1, 1, 0).advance(1)
+	s.vote(fmVal, 1, 1, fmSeal, fmResult0).vote(fmVal, 1, 1, fmOpen, fmResult0).advance(1)
 	s.tx(fmOpUnjailProvider, fmCarol).advance(4).tx(fmOpUnjailProvider, fmCarol)
 	add(s)
 
@@ -670,26 +704,55 @@ func fmSeeds() []fmNamedSeed {
 
 	name = "pool"
 	// A pool job from dave (mode pool, one stage, r = 2, cap 5, windows
-	// 1/1/1/1, no requirements) claimed by bob and carol, who agree.
+	// 1/1/1/1, no requirements, a seal that is no canary's) claimed by bob
+	// and carol, who agree; the task settles three blocks later.
 	s = &fmSeed{}
-	s.tx(fmOpPostJob, fmDave, 1, 0, 0, fmPrice5, 1, 1, 1, 1, 0, 1).
+	s.tx(fmOpPostJob, fmDave, 1, 0, 0, fmPrice5, 1, 1, 1, 1, 0, 1, 1).
 		tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).advance(1).
 		tx(fmOpClaim, fmAlice, 2, 0).advance(2)
 	s.commitResult(fmBob, 2, 0, 1).commitResult(fmCarol, 2, 0, 1).advance(1)
-	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).advance(1)
+	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).advance(3)
 	add(s)
 
 	name = "canary"
-	// A canary job from val (one stage, r = 2, cap 8, windows 1/1/2/2): bob
-	// reveals the known answer, carol another; val reveals the answer.
+	// A canary job from val (one stage, r = 2, cap 8, windows 1/1/2/2, the
+	// seal CanarySeal(val, [answer result 0])); alice posts one with the
+	// same seal (nothing refuses a seal: the chain cannot tell). Bob and
+	// carol, a cartel, both reveal result 1: the task confirms. Bob cannot
+	// claim the canary (the seal is not his), val not with another answer;
+	// val's claim of result 0 opens a dispute, val seals and opens its
+	// vote for it: both are slashed and tombstoned, and nobody is
+	// compensated (a canary's slashes are burned).
 	s = &fmSeed{}
-	s.tx(fmOpPostJob, fmVal, 0, 0, 0, fmPrice8, 1, 1, 2, 2, 0, 0).
-		tx(fmOpPostJob, fmAlice, 0, 0, 0, fmPrice8, 1, 1, 2, 2, 0, 0). // not a validator
+	s.tx(fmOpPostJob, fmVal, 0, 0, 0, fmPrice8, 1, 1, 2, 2, 0, 0, 0).
+		tx(fmOpPostJob, fmAlice, 0, 0, 0, fmPrice8, 1, 1, 2, 2, 0, 0, 0).
 		commitBid(fmBob, 2, 0, fmPrice5, 5).commitBid(fmCarol, 2, 0, fmPrice5, 6).advance(2)
 	s.revealBid(fmBob, 2, 0).revealBid(fmCarol, 2, 0).advance(1)
-	s.commitResult(fmBob, 2, 0, 0).commitResult(fmCarol, 2, 0, 1).advance(1)
-	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).tx(fmOpRevealCanary, fmBob, 2, 0, 0, 0).
-		tx(fmOpRevealCanary, fmVal, 2, 0, 1, 0).tx(fmOpRevealCanary, fmVal, 2, 0, 0, 0).advance(2)
+	s.commitResult(fmBob, 2, 0, 1).commitResult(fmCarol, 2, 0, 1).advance(1)
+	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).advance(1)
+	s.tx(fmOpRevealCanary, fmBob, 2, 0, 0, 0, 0).tx(fmOpRevealCanary, fmVal, 2, 0, 1, 0, 0).
+		tx(fmOpRevealCanary, fmVal, 2, 0, 0, 0, 0).advance(1)
+	s.vote(fmVal, 2, 0, fmSeal, fmResult0).vote(fmVal, 2, 0, fmOpen, fmResult0).advance(1)
+	add(s)
+
+	name = "input_check"
+	// Job 1 awarded to bob and carol on both stages. Stage 0: both report
+	// the input (dave, not assigned, cannot; a reason 0 is invalid; a second
+	// report is a duplicate); val votes it bad: each is paid the price, the
+	// client's wasted reservation. Stage 1: bob reports, carol commits; val
+	// votes the input available: bob gets a fresh window (a second report is
+	// refused), does not commit and is a no-show; carol's result settles.
+	s = &fmSeed{}
+	s.commitBid(fmBob, 1, 0, fmPrice5, 1).commitBid(fmCarol, 1, 0, fmPrice8, 2).
+		commitBid(fmBob, 1, 1, fmPrice3, 3).commitBid(fmCarol, 1, 1, fmPrice5, 4).advance(2)
+	s.revealBid(fmBob, 1, 0).revealBid(fmCarol, 1, 0).revealBid(fmBob, 1, 1).revealBid(fmCarol, 1, 1).advance(2)
+	s.reportInput(fmBob, 1, 0, 1).reportInput(fmDave, 1, 0, 1).reportInput(fmCarol, 1, 0, 0).
+		reportInput(fmBob, 1, 0, 1).reportInput(fmCarol, 1, 0, 3).
+		reportInput(fmBob, 1, 1, 2).commitResult(fmCarol, 1, 1, 0).advance(1)
+	s.vote(fmVal, 1, 0, fmSeal, fmBad).vote(fmVal, 1, 0, fmOpen, fmBad).
+		vote(fmVal, 1, 1, fmSeal, fmAvailable).vote(fmVal, 1, 1, fmOpen, fmAvailable).advance(1)
+	s.reportInput(fmBob, 1, 1, 1).advance(3)
+	s.revealResult(fmCarol, 1, 1).advance(4)
 	add(s)
 
 	name = "staking"
@@ -708,9 +771,10 @@ func fmSeeds() []fmNamedSeed {
 	add(s)
 
 	name = "raw"
-	// Raw messages: an unknown type, a truncated payload, garbage.
+	// Raw messages: an unknown type (one past MsgTypeReportInput), a
+	// truncated payload, garbage.
 	s = &fmSeed{}
-	s.tx(fmOpRaw, fmBob, 17, 3, 0xc1, 0x80, 0x00).tx(fmOpRaw, fmBob, 8, 2, 0xc0, 0x00).tx(fmOpRaw, fmAlice, 0, 5, 0xc4, 0x94, 1, 2, 3)
+	s.tx(fmOpRaw, fmBob, 19, 3, 0xc1, 0x80, 0x00).tx(fmOpRaw, fmBob, 8, 2, 0xc0, 0x00).tx(fmOpRaw, fmAlice, 0, 5, 0xc4, 0x94, 1, 2, 3)
 	s.tx(fmOpRaw, fmCarol, 5, 0).advance(1)
 	add(s)
 	return seeds
@@ -747,13 +811,14 @@ func TestFuzzMarketSeeds(t *testing.T) {
 		check      func(t *testing.T, snap *store.Snapshot)
 	}{
 		"auction_dispute": {
-			codes:      []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, jailed, jailed},
+			codes:      []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, jailed, jailed},
 			jobs:       []jobEnd{{1, market.JobCompleted, types.OGPU(30), types.OGPU(50)}},
 			tombstoned: []string{"carol"},
 		},
 		"no_show_backup": {
 			codes: []uint32{ok, ok, ok, ok, ok, ok, ok, ok, dup, ok, ok, unauth, ok, ok, jailed, ok},
-			jobs:  []jobEnd{{1, market.JobCompleted, types.OGPU(16), types.OGPU(2)}},
+			// carol's no-show slash is burned: no compensation.
+			jobs: []jobEnd{{1, market.JobCompleted, types.OGPU(16), new(uint256.Int)}},
 		},
 		"bid_refusals": {
 			codes: []uint32{ok, eligible, eligible, ok, invalid, unknownJob, mismatch, invalid, mismatch, unauth, ok, phase},
@@ -764,9 +829,30 @@ func TestFuzzMarketSeeds(t *testing.T) {
 			jobs:  []jobEnd{{2, market.JobCompleted, types.OGPU(10), new(uint256.Int)}},
 		},
 		"canary": {
-			codes:      []uint32{ok, unauth, ok, ok, ok, ok, ok, ok, ok, ok, unauth, mismatch, ok},
-			jobs:       []jobEnd{{2, market.JobCompleted, types.OGPU(8), types.OGPU(50)}},
-			tombstoned: []string{"carol"},
+			codes:      []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, mismatch, mismatch, ok, ok, ok},
+			jobs:       []jobEnd{{2, market.JobCompleted, new(uint256.Int), new(uint256.Int)}},
+			tombstoned: []string{"bob", "carol"},
+		},
+		"input_check": {
+			codes: []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, unauth, invalid, dup, ok, ok, ok, ok, ok, ok, ok, phase, ok},
+			// 2 × 10 for stage 0's bad input, 10 to carol for stage 1.
+			jobs: []jobEnd{{1, market.JobCompleted, types.OGPU(30), new(uint256.Int)}},
+			check: func(t *testing.T, snap *store.Snapshot) {
+				k := escrow.NewKeeper(snap)
+				// bob's no-show after the fresh window: 2% of 200 = 4.
+				if got := k.Bonded(addrOf("bob")); !got.Eq(types.OGPU(196)) {
+					t.Errorf("bob has %s bonded, want 196 oGPU", types.FormatAmount(got))
+				}
+				if got := k.Bonded(addrOf("carol")); !got.Eq(types.OGPU(200)) {
+					t.Errorf("carol has %s bonded, want 200 oGPU", types.FormatAmount(got))
+				}
+				if p, _ := market.GetProvider(snap, addrOf("bob")); !p.Jailed {
+					t.Error("bob, a no-show in the fresh window, is not jailed")
+				}
+				if p, _ := market.GetProvider(snap, addrOf("carol")); p.Jailed {
+					t.Error("carol, who reported bad input the validators upheld, is jailed")
+				}
+			},
 		},
 		"staking": {
 			codes: []uint32{funds, ok, ok, dup, stake, ok, ok, ok, invalid, funds, ok, eligible},

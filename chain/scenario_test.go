@@ -325,8 +325,15 @@ func (s *scenario) nameOf(a types.Address) string {
 }
 
 func (s *scenario) hashStr(h types.Hash) string {
-	if h == (types.Hash{}) {
+	switch h {
+	case types.Hash{}:
 		return "-"
+	case verifier.InputAvailable: // the input-check answers and abstain, by name
+		return "available"
+	case verifier.InputBad:
+		return "bad"
+	case verifier.Abstain:
+		return "abstain"
 	}
 	if w, ok := s.words[h]; ok {
 		return "#" + w
@@ -335,6 +342,14 @@ func (s *scenario) hashStr(h types.Hash) string {
 }
 
 func amt(a *uint256.Int) string { return types.FormatAmount(a) }
+
+// amtOrZero is amt, with nil (an optional field never set) as 0.
+func amtOrZero(a *uint256.Int) string {
+	if a == nil {
+		return "0ogpu"
+	}
+	return amt(a)
+}
 
 func (s *scenario) parseAmount(v string) *uint256.Int {
 	a, err := types.ParseAmount(v)
@@ -1134,12 +1149,22 @@ func (s *scenario) dump() {
 		for i, p := range j.Prices {
 			prices[i] = amt(p)
 		}
-		s.printf("      prices=%s paid=%s refunded=%s compensated=%s fee_paid=%t locked=%s",
-			strings.Join(prices, ","), amt(j.Paid), amt(j.Refunded), amt(j.Compensated), j.FeePaid, amt(k.Locked(j.ID)))
-		if j.CanaryBy != (types.Address{}) {
-			s.printf(" canary_by=%s fee_spent=%s", s.nameOf(j.CanaryBy), amt(j.FeeSpent))
+		s.printf("      prices=%s paid=%s refunded=%s compensated=%s fee_paid=%t fee_spent=%s locked=%s settled=%d verified=%d\n",
+			strings.Join(prices, ","), amt(j.Paid), amt(j.Refunded), amt(j.Compensated), j.FeePaid, amtOrZero(j.FeeSpent), amt(k.Locked(j.ID)), j.Settled, j.Verified)
+		// The rest of the record, so that a dump shows every field of a
+		// job (h4_canary_looks_like_a_job compares two records).
+		bids := make([]string, len(j.Bids))
+		for i, n := range j.Bids {
+			bids[i] = strconv.FormatUint(uint64(n), 10)
 		}
-		s.printf("\n")
+		canaryBy := "-"
+		if j.CanaryBy != (types.Address{}) {
+			canaryBy = s.nameOf(j.CanaryBy)
+		}
+		s.printf("      model=%s model_size=%d input=%s seal=%s max_tokens=%d prompt_tokens=%d bids=%s canary_by=%s\n",
+			s.hashStr(j.Model), j.ModelSize, s.hashStr(j.Input), s.hashStr(j.Seal), j.MaxTokens, j.PromptTokens, strings.Join(bids, ","), canaryBy)
+		s.printf("      req min_stake=%s min_rep=%d attrs=%s runtime=%q class=%q\n",
+			amtOrZero(j.Req.MinStake), j.Req.MinReputation, strings.Join(j.Req.Attributes, ","), j.Req.Runtime, j.Req.Class)
 		for _, b := range market.Bids(kv, j.ID) {
 			state := "sealed"
 			if b.Revealed {
@@ -1157,10 +1182,19 @@ func (s *scenario) dump() {
 				backups[i] = s.nameOf(b)
 			}
 			s.printf("      task stage=%d %s commit_by=%d reveal_by=%d", st, t.Status, t.CommitDeadline, t.RevealDeadline)
+			if t.ConfirmBy != 0 {
+				s.printf(" confirm_by=%d", t.ConfirmBy)
+			}
+			if t.VoteCommitEnd != 0 {
+				s.printf(" seal_by=%d", t.VoteCommitEnd)
+			}
 			if t.DisputeDeadline != 0 {
 				s.printf(" dispute_by=%d", t.DisputeDeadline)
 			}
-			s.printf(" verdict=%s backups=[%s]\n", s.hashStr(t.Verdict), strings.Join(backups, ","))
+			if t.CanaryBy != (types.Address{}) {
+				s.printf(" canary=%s canary_by=%s", s.hashStr(t.Canary), s.nameOf(t.CanaryBy))
+			}
+			s.printf(" fee_paid=%t verdict=%s backups=[%s]\n", t.FeePaid, s.hashStr(t.Verdict), strings.Join(backups, ","))
 			for _, sl := range t.Slots {
 				line := "        slot " + s.nameOf(sl.Provider)
 				if sl.Committed {
@@ -1172,7 +1206,18 @@ func (s *scenario) dump() {
 				if sl.NoShow {
 					line += " no-show"
 				}
+				if sl.InputReport != 0 {
+					line += " input_report=" + verifier.InputReasonName(sl.InputReport)
+				}
+				if sl.Checked {
+					line += " input_checked"
+				}
 				s.printf("%s\n", line)
+			}
+			for _, n := range s.names {
+				if ver.VoteSealed(j.ID, st, addrOf(n)) {
+					s.printf("        sealed vote %s\n", n)
+				}
 			}
 			for _, v := range ver.Votes(j.ID, st) {
 				s.printf("        vote %s %s\n", s.nameOf(v.Validator), s.hashStr(v.Result))
