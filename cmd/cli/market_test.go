@@ -488,7 +488,7 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 		t.Fatalf("canary job before its claim: %+v", c.Job)
 	}
 	_, err = e.fails("tx", "canary", "reveal", strconv.FormatUint(canary.Job, 10), "--from", "validator")
-	errContains(t, "canary claim before the award", err, "a canary answer is claimed after every provider revealed")
+	errContains(t, "canary claim before the award", err, "it was not awarded")
 	_, err = e.fails("tx", "canary", "reveal", job, "--from", "validator")
 	errContains(t, "canary claim on a job that is not one", err, "no saved canary")
 
