@@ -541,6 +541,9 @@ func (c *modelCache) release(e *modelEntry) {
 // are loaded.
 func (c *modelCache) evictLocked() {
 	max := c.max
+	if max <= 0 {
+		max = DefaultValidatorModels
+	}
 	if c.closed {
 		max = 0
 	}

@@ -504,3 +504,70 @@ func TestItem8NearTieCannotSlashHonest(t *testing.T) {
 		t.Errorf("honest provider slashed %v, near-tie liar slashed %v: want false, true", n.slashed("mal2"), n.slashed("mal1"))
 	}
 }
+
+// TestM4ModelCacheEvicts: concurrent checks of one model share one load;
+// at most max idle models stay loaded (least recently used closed first);
+// a model in use is never closed under its user.
+func TestM4ModelCacheEvicts(t *testing.T) {
+	path, err := FindModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var c modelCache
+	c.setMax(1)
+	var loads sync.WaitGroup
+	var mu sync.Mutex
+	loadCount := map[modelKey]int{}
+	load := func(k modelKey) func() (*llm.Model, error) {
+		return func() (*llm.Model, error) {
+			mu.Lock()
+			loadCount[k]++
+			mu.Unlock()
+			return llm.Load(path, llm.Options{Threads: k.threads, BatchSize: k.batch, ContextSize: 128})
+		}
+	}
+	a, b := modelKey{threads: 1, batch: 64}, modelKey{threads: 1, batch: 128}
+	models := make([]*llm.Model, 4)
+	releases := make([]func(), 4)
+	for i := range 4 {
+		loads.Go(func() {
+			m, rel, err := c.get(ctx, a, load(a))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			models[i], releases[i] = m, rel
+		})
+	}
+	loads.Wait()
+	if loadCount[a] != 1 || models[0] != models[3] {
+		t.Fatalf("4 concurrent gets loaded model a %d times, want once", loadCount[a])
+	}
+	// a is in use: loading b may not close it.
+	mb, relB, err := c.get(ctx, b, load(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models[0].Tokenize("x"); err != nil {
+		t.Fatalf("model a was closed while in use: %v", err)
+	}
+	for _, r := range releases {
+		r()
+	}
+	// a is idle now and the least recently used: over the cap, it closes.
+	if n := c.loaded(); n != 1 {
+		t.Fatalf("%d models loaded after releasing a, want 1", n)
+	}
+	if _, err := models[0].Tokenize("x"); !errors.Is(err, llm.ErrClosed) {
+		t.Fatalf("evicted model a still usable (%v)", err)
+	}
+	if _, err := mb.Tokenize("x"); err != nil {
+		t.Fatalf("model b (in use) was closed: %v", err)
+	}
+	relB()
+	c.closeAll()
+	if _, err := mb.Tokenize("x"); !errors.Is(err, llm.ErrClosed) {
+		t.Fatalf("closeAll left model b open (%v)", err)
+	}
+}
