@@ -89,7 +89,7 @@ func (n *testNet) postPoolJob(poster string, model types.Hash, modelSize uint64,
 	msg := &market.MsgPostJob{
 		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: modelSize, Stages: 1, Redundancy: 2,
 		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100), Runtime: Runtime}, Input: input,
-		Windows: market.Windows{Bid: 6, Execute: 30, Verify: 15}, MaxTokens: maxTokens,
+		Windows: market.Windows{Bid: 6, Execute: 30, Verify: 15}, MaxTokens: maxTokens, Seal: sha256.Sum256(append([]byte("seal "+poster), input[:]...)),
 	}
 	res, err := node.NewSender(n.c, n.keys[poster]).Send(n.ctx, msg.Raw())
 	if err != nil {
