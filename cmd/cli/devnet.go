@@ -31,7 +31,7 @@ genesis and make transfers; then start three provider agents, a validator
 agent and a client on loopback libp2p, and run two LLM jobs (r=2) on the
 stories260K model with llama.cpp: one whose two winners agree and are paid,
 and one where a provider started with --devnet-lie changes a token, the
-validator's teacher-forced check finds it, and the liar is slashed. Every step
+validator's re-generation differs from it, and the liar is slashed. Every step
 is printed, with balances and the supply check before and after. Nothing
 outside the temporary home is touched.`,
 		Args: cobra.NoArgs,

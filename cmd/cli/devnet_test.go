@@ -14,7 +14,7 @@ import (
 // TestDevnet runs the devnet's two LLM rounds end to end: a real in-process
 // CometBFT chain, real libp2p hosts on loopback, real llama.cpp on the real
 // stories260K model. Round 1 settles on the agreed output; in round 2 the
-// lying provider's output fails the validator's teacher-forced check and it
+// lying provider's output differs from the validator's re-generation and it
 // is slashed, and the client still gets the verified text.
 func TestDevnet(t *testing.T) {
 	if _, err := agent.FindModel(); err != nil {

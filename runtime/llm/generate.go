@@ -233,8 +233,9 @@ func argmax(v []float32) int {
 // greedy choice. Verify decodes the claimed output in one batch, Generate one
 // token at a time; the two orders of floating-point operations differ in the
 // last bits, so an honest output whose choice was a near tie must still pass.
-// Accepting a near tie costs nothing: the two tokens were equally likely to
-// within 0.1%.
+// Because of that tolerance Verify is a diagnostic, never a verdict: a liar
+// may take the runner-up at a near tie and pass (issue 11, item 8), so the
+// validator agent re-generates and compares outputs exactly instead.
 const VerifyTolerance = 1e-3
 
 // Mismatch is the first position where a claimed greedy output differs from
