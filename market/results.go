@@ -196,6 +196,8 @@ func (k *Keeper) activeValidators() (ops []types.Address, powers []int64, total 
 // results (and a canary claim), or an input check. Sealed votes are taken
 // for the first half of dispute_blocks, opened until its end.
 func (k *Keeper) openVote(j *Job, stage uint16, t *verifier.Task, status verifier.TaskStatus, results []types.Hash) {
+	ops, powers, _ := k.activeValidators()
+	k.ver.SetVoters(j.ID, stage, ops, powers)
 	t.Status = status
 	t.VoteCommitEnd = k.ctx.Height + max(1, k.p.DisputeBlocks/2)
 	t.DisputeDeadline = k.ctx.Height + k.p.DisputeBlocks
@@ -227,10 +229,10 @@ func (k *Keeper) CommitVote(from types.Address, m *verifier.MsgCommitVote) error
 	if err := k.checkStage(j, m.Stage); err != nil {
 		return err
 	}
-	if _, ok := k.activeValidator(from); !ok {
-		return types.ErrUnauthorized.Wrapf("%s is not an active validator: only active validators vote", from)
-	}
 	t, ok := k.ver.GetTask(j.ID, m.Stage)
+	if ok && t.Status.Voting() && k.ver.VoterPower(j.ID, m.Stage, from) == 0 {
+		return types.ErrUnauthorized.Wrapf("%s is not in the voter set of job %d stage %d: the active validators when the vote opened vote", from, j.ID, m.Stage)
+	}
 	switch {
 	case !ok || !t.Status.Voting():
 		return types.ErrWrongPhase.Wrapf("job %d stage %d is not in dispute or input check", j.ID, m.Stage)
@@ -267,7 +269,7 @@ func (k *Keeper) VoteDispute(from types.Address, m *verifier.MsgVoteDispute) err
 	if err := k.ver.OpenVote(j.ID, m.Stage, from, m.Result, m.Salt); err != nil {
 		return err
 	}
-	power, _ := k.activeValidator(from)
+	power := k.ver.VoterPower(j.ID, m.Stage, from)
 	k.emit(EventDisputeVoted{Job: j.ID, Stage: m.Stage, Validator: from, Result: m.Result, Power: uint64(power)})
 	if k.allOpened(j.ID, m.Stage) {
 		k.endVote(j, m.Stage, t)
@@ -276,7 +278,7 @@ func (k *Keeper) VoteDispute(from types.Address, m *verifier.MsgVoteDispute) err
 }
 
 func (k *Keeper) allSealed(job uint64, stage uint16) bool {
-	ops, _, _ := k.activeValidators()
+	ops, _, _ := k.ver.Voters(job, stage)
 	for _, op := range ops {
 		if !k.ver.VoteSealed(job, stage, op) {
 			return false
@@ -285,9 +287,9 @@ func (k *Keeper) allSealed(job uint64, stage uint16) bool {
 	return true
 }
 
-// allOpened: every active validator sealed a vote and opened it.
+// allOpened: every voter sealed a vote and opened it.
 func (k *Keeper) allOpened(job uint64, stage uint16) bool {
-	ops, _, _ := k.activeValidators()
+	ops, _, _ := k.ver.Voters(job, stage)
 	votes := k.ver.Votes(job, stage)
 	for _, op := range ops {
 		if !hasVote(votes, op) {
@@ -311,15 +313,16 @@ func voteOf(votes []verifier.Vote, op types.Address) (types.Hash, bool) {
 	return types.Hash{}, false
 }
 
-// endVote decides a vote: the hash more than 2/3 of the active power
-// opened, if any. Active validators that opened no vote, or voted against
+// endVote decides a vote: the hash more than 2/3 of the voter set's power
+// opened, if any (the voter set: the active validators when the vote
+// opened, with their power then). Voters that opened no vote, or voted against
 // a decided outcome (Abstain aside), are slashed vote_slash_bps; those that
 // voted with it share the stage's validator fee by power. Then a dispute
 // settles on the verdict (or "unresolved"), and an input check reopens the
 // task (input available: the validators serve it), settles "bad_input"
 // (the client pays the reservations) or "no_input" (undecided).
 func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
-	ops, powers, total := k.activeValidators()
+	ops, powers, total := k.ver.Voters(j.ID, stage)
 	votes := k.ver.Votes(j.ID, stage)
 	power := func(op types.Address) int64 {
 		for i, o := range ops {

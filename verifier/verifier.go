@@ -31,6 +31,7 @@ const (
 	prefixVote       byte = 0x31 // 0x31 | job(8) | stage(2) | validator(20) -> result hash(32)
 	prefixReputation byte = 0x32 // 0x32 | provider(20) -> rlp(Reputation)
 	prefixVoteCommit byte = 0x33 // 0x33 | job(8) | stage(2) | validator(20) -> vote commitment(32)
+	prefixVoter      byte = 0x34 // 0x34 | job(8) | stage(2) | validator(20) -> power(8): the voter set of a vote
 )
 
 // TaskKey is the store key of a task.
@@ -52,6 +53,16 @@ func VoteKey(job uint64, stage uint16, validator types.Address) []byte {
 func voteCommitPrefix(job uint64, stage uint16) []byte {
 	k := append([]byte{prefixVoteCommit}, binary.BigEndian.AppendUint64(nil, job)...)
 	return binary.BigEndian.AppendUint16(k, stage)
+}
+
+func voterPrefix(job uint64, stage uint16) []byte {
+	k := append([]byte{prefixVoter}, binary.BigEndian.AppendUint64(nil, job)...)
+	return binary.BigEndian.AppendUint16(k, stage)
+}
+
+// VoterKey is the store key of a validator's power in a vote's voter set.
+func VoterKey(job uint64, stage uint16, validator types.Address) []byte {
+	return append(voterPrefix(job, stage), validator.Bytes()...)
 }
 
 // VoteCommitKey is the store key of a validator's sealed vote.
@@ -442,10 +453,40 @@ func (k Keeper) Votes(job uint64, stage uint16) []Vote {
 	return out
 }
 
-// ClearVotes removes a task's sealed and opened votes (a vote ended).
+// SetVoters records a vote's voter set: the active validators, with their
+// power, when the vote opened. Only they seal and open votes, their power
+// decides, and only they answer for a missing vote: a validator that
+// becomes active later cannot copy an opened vote into the tally.
+func (k Keeper) SetVoters(job uint64, stage uint16, ops []types.Address, powers []int64) {
+	for i, op := range ops {
+		k.kv.Set(VoterKey(job, stage, op), binary.BigEndian.AppendUint64(nil, uint64(powers[i])))
+	}
+}
+
+// Voters returns a vote's voter set in operator order, with the total power.
+func (k Keeper) Voters(job uint64, stage uint16) (ops []types.Address, powers []int64, total int64) {
+	pfx := voterPrefix(job, stage)
+	store.IteratePrefix(k.kv, pfx, func(key, value []byte) bool {
+		p := int64(binary.BigEndian.Uint64(value))
+		ops, powers, total = append(ops, types.BytesToAddress(key[len(pfx):])), append(powers, p), total+p
+		return false
+	})
+	return ops, powers, total
+}
+
+// VoterPower is validator's power in a vote's voter set (0: not in it).
+func (k Keeper) VoterPower(job uint64, stage uint16, validator types.Address) int64 {
+	bz := k.kv.Get(VoterKey(job, stage, validator))
+	if len(bz) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(bz))
+}
+
+// ClearVotes removes a task's voter set and its sealed and opened votes.
 func (k Keeper) ClearVotes(job uint64, stage uint16) {
 	var keys [][]byte
-	for _, pfx := range [][]byte{votePrefix(job, stage), voteCommitPrefix(job, stage)} {
+	for _, pfx := range [][]byte{votePrefix(job, stage), voteCommitPrefix(job, stage), voterPrefix(job, stage)} {
 		store.IteratePrefix(k.kv, pfx, func(key, _ []byte) bool {
 			keys = append(keys, append([]byte(nil), key...))
 			return false

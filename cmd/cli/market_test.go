@@ -430,7 +430,7 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	mustContain(t, "job text", e.ok("query", "job", job), "stage 0: disputed", "votes until", "revealed result "+truth, "revealed result "+lie)
 
 	_, err := e.fails("tx", "dispute", "vote", job, "0", truth, "--from", "client")
-	errContains(t, "vote by a non-validator", err, "is not an active validator")
+	errContains(t, "vote by a non-validator", err, "is not in the voter set")
 	_, err = e.fails("tx", "dispute", "vote", job, "1", truth, "--from", "validator")
 	errContains(t, "vote on a wrong stage", err, "not 1")
 
