@@ -40,16 +40,41 @@ package chain
 // Tx verbs: send TO AMT | bond AMT | unbond AMT | register-provider
 // [attrs=a,b] [runtimes=r] [class=c] | post-job [stages=1] [r=2] max=AMT
 // [bid=2] [reveal=2] [execute=3] [verify=3] [mode=auction|pool]
-// [canary=WORD] [min-stake=AMT] [min-rep=N] [attrs=p,q] [runtime=r]
-// [class=c] | cancel JOB | bid JOB STAGE PRICE | reveal-bid JOB STAGE
-// [PRICE] | claim JOB STAGE | commit-result JOB STAGE WORD | reveal-result
-// JOB STAGE [WORD] | vote JOB STAGE WORD | reveal-canary JOB WORD |
-// unjail-provider | create-validator SELFBOND | unjail-validator.
+// [canary=WORD] [canary-by=NAME] [prompt-tokens=N] [min-stake=AMT]
+// [min-rep=N] [attrs=p,q] [runtime=r] [class=c] | cancel JOB | bid JOB
+// STAGE PRICE | reveal-bid JOB STAGE [PRICE] | claim JOB STAGE |
+// commit-result JOB STAGE WORD | reveal-result JOB STAGE [WORD] |
+// report-input JOB STAGE REASON | vote JOB STAGE WORD [copy=NAME] |
+// open-vote JOB STAGE [WORD] [salt-of=NAME] | reveal-canary JOB STAGE WORD
+// [stages=N] | unjail-provider | create-validator SELFBOND |
+// unjail-validator.
+//
+// post-job gives every job a seal: random (from the sender and the line)
+// for a client's job; with canary=WORD it is the canary seal of validator
+// canary-by (default: the sender) with answer WORD at every stage, so the
+// job may be posted from any account. reveal-canary, sent by that
+// validator, claims WORD for one stage (stages=N: the job's stage count).
+// The canary salts depend only on the validator and the stage: two
+// canaries of one validator with the same answer have the same seal, so
+// scripts give each canary its own answer.
+// report-input: an assigned provider cannot get or use its input (REASON
+// 1 unavailable, 2 too long, 3 invalid).
+// vote SEALS a validator's vote (MsgCommitVote); open-vote opens it
+// (MsgVoteDispute) with the word sealed unless one is given. WORD may be
+// available, bad or abstain (the input-check answers and an abstention,
+// printed by name) or any word. copy=NAME seals exactly the commitment NAME
+// seals for WORD; salt-of=NAME opens with NAME's salt (a copier's attempt).
 //
 // WORD stands for the hash sha256("scenario/" + WORD) and is printed as
 // #WORD; NAME stands for addrOf(NAME). Salts are derived from the sender,
 // job and stage, so a script needs none. Every tx pays a fee of 1ogpu,
-// which the end of its block pays out to validators by power.
+// which the end of its block pays out to validators by power. A tx CheckTx
+// refuses does not use its nonce in the mempool: in a block, put it after
+// the sender's other txs.
+//
+// The attack scripts c1_canary_theft, h4_canary_looks_like_a_job,
+// h1_withheld_input and m5_votes are also run by the tests named after
+// their findings (findings_test.go).
 
 import (
 	"bytes"
@@ -89,6 +114,9 @@ var requiredScenarios = []string{
 	"happy_path", "ties", "no_bids", "unrevealed_bid", "cancel", "dispute",
 	"noshow_backup", "noshow_refund", "unbonding_slash", "canary",
 	"validator_downtime", "pool", "deadlines",
+	// the attacks of security review 1, each also run by a test named
+	// after its finding (findings_test.go)
+	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
 }
 
 func scenarioFiles(t *testing.T) []string {
@@ -109,22 +137,29 @@ func TestScenarios(t *testing.T) {
 	for _, file := range scenarioFiles(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".txt")
 		t.Run(name, func(t *testing.T) {
-			out, _ := runScenario(t, file)
-			golden := strings.TrimSuffix(file, ".txt") + ".golden"
-			if *updateGolden {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v: run go test ./chain -run TestScenarios -update, then review the golden", err)
-			}
-			if d := firstDiff(string(want), out); d != "" {
-				t.Errorf("%s differs from the output:\n%s", golden, d)
-			}
+			checkGolden(t, file, runScenarioState(t, file))
 		})
+	}
+}
+
+// checkGolden compares a script's output with its .golden file (or, with
+// -update, rewrites the golden).
+func checkGolden(t *testing.T, file string, s *scenario) {
+	t.Helper()
+	out := s.out.String()
+	golden := strings.TrimSuffix(file, ".txt") + ".golden"
+	if *updateGolden {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v: run go test ./chain -run TestScenarios -update, then review the golden", err)
+	}
+	if d := firstDiff(string(want), out); d != "" {
+		t.Errorf("%s differs from the output:\n%s", golden, d)
 	}
 }
 
@@ -215,6 +250,14 @@ type pendingBlock struct {
 // after InitChain and every block.
 func runScenario(t testing.TB, file string) (string, []string) {
 	t.Helper()
+	s := runScenarioState(t, file)
+	return s.out.String(), s.h.hashes
+}
+
+// runScenarioState runs a script and returns the interpreter, its chain at
+// the script's last block.
+func runScenarioState(t testing.TB, file string) *scenario {
+	t.Helper()
 	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +282,7 @@ func runScenario(t testing.TB, file string) (string, []string) {
 	if s.h == nil {
 		s.start()
 	}
-	return s.out.String(), s.h.hashes
+	return s
 }
 
 // stripComment drops a comment: a '#' at the start of the line or after
@@ -694,19 +737,29 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 		}
 		return (&verifier.MsgRevealResult{Job: job, Stage: stage, Result: s.word(w), Salt: salt(name, "result", job, stage)}).Raw()
 	case "vote":
-		s.need(pos, 3, "vote JOB STAGE WORD")
+		s.need(pos, 3, "vote JOB STAGE WORD [copy=NAME]")
 		job, stage := s.jobStage(pos)
 		s.votes[s.key(name, job, stage)] = pos[2]
+		// copy=NAME seals exactly the commitment NAME seals for WORD.
+		by := name
+		if v, ok := kv["copy"]; ok {
+			by = v
+		}
 		return (&verifier.MsgCommitVote{Job: job, Stage: stage,
-			Commitment: verifier.VoteCommitment(job, stage, s.voteWord(pos[2]), salt(name, "vote", job, stage), from)}).Raw()
+			Commitment: verifier.VoteCommitment(job, stage, s.voteWord(pos[2]), salt(by, "vote", job, stage), s.addr(by))}).Raw()
 	case "open-vote":
-		s.need(pos, 2, "open-vote JOB STAGE [WORD]")
+		s.need(pos, 2, "open-vote JOB STAGE [WORD] [salt-of=NAME]")
 		job, stage := s.jobStage(pos)
 		w := s.votes[s.key(name, job, stage)]
 		if len(pos) > 2 {
 			w = pos[2]
 		}
-		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: s.voteWord(w), Salt: salt(name, "vote", job, stage)}).Raw()
+		// salt-of=NAME opens with the salt NAME's vote opened with.
+		by := name
+		if v, ok := kv["salt-of"]; ok {
+			by = v
+		}
+		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: s.voteWord(w), Salt: salt(by, "vote", job, stage)}).Raw()
 	case "report-input":
 		s.need(pos, 3, "report-input JOB STAGE REASON")
 		job, stage := s.jobStage(pos)
