@@ -8,7 +8,6 @@ package chain
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -158,13 +157,9 @@ func TestM5Votes(t *testing.T) {
 	}
 }
 
-// TestM5LateSealerCannotCopy is a known bug (testdata/known_bugs): a
-// validator that becomes active once votes have opened can seal a copy.
-// Run with OGPU_KNOWN_BUGS=1; it passes once the state machine refuses
-// the late seal.
+// TestM5LateSealerCannotCopy: a validator that becomes active once votes
+// have opened cannot seal a copy of an opened vote: the voter set is fixed
+// when the vote opens.
 func TestM5LateSealerCannotCopy(t *testing.T) {
-	if os.Getenv("OGPU_KNOWN_BUGS") == "" {
-		t.Skip("known bug in market.CommitVote (see testdata/known_bugs/m5_late_sealer.txt); set OGPU_KNOWN_BUGS=1 to run")
-	}
-	runScenarioState(t, filepath.Join("testdata", "known_bugs", "m5_late_sealer.txt"))
+	runScenarioState(t, filepath.Join("testdata", "scenarios", "m5_late_sealer.txt"))
 }
