@@ -92,9 +92,9 @@ func AppHash(height int64, root []byte) []byte {
 // replays any blocks it missed.
 func (a *App) Info(context.Context, *abci.InfoRequest) (*abci.InfoResponse, error) {
 	res := &abci.InfoResponse{Data: "ogpu", Version: Version, AppVersion: AppVersion}
-	if v := a.tree.Version(); v > 0 {
+	if v, h := a.tree.Latest(); v > 0 {
 		res.LastBlockHeight = v
-		res.LastBlockAppHash = AppHash(v, a.tree.Hash())
+		res.LastBlockAppHash = AppHash(v, h)
 	}
 	return res, nil
 }

@@ -33,6 +33,13 @@ const (
 // MaxListed bounds list answers.
 const MaxListed = 1000
 
+// MaxScanned bounds the provider records one query examines (/providers,
+// /providers/match, /whynobids): registering a provider costs nothing but a
+// fee, so a query must not walk every record there is (security review
+// L4). A caller pages on with "?after=ADDR", the last address examined
+// (WhyNoBidsView.Next; for lists, the last provider returned).
+const MaxScanned = 500
+
 // TaskView is one stage of a running or finished job.
 type TaskView struct {
 	Stage           uint16          `json:"stage"`
@@ -108,6 +115,9 @@ type WhyNoBidsView struct {
 	Bids      uint32            `json:"bids"`
 	Summary   string            `json:"summary"`
 	Providers []EligibilityView `json:"providers"`
+	// Next, when set, is where the next page starts (?after=Next): more
+	// providers are registered than one query examines.
+	Next string `json:"next,omitempty"`
 }
 
 // EscrowView is the answer to /escrow/ID.
@@ -224,12 +234,46 @@ func providerView(r store.KV, addr types.Address, p *market.Provider) ProviderVi
 	return ProviderView{Address: addr, Provider: p, Bonded: ek.Bonded(addr), Unbonding: ek.Unbondings(addr), Reputation: rep, Score: rep.Score()}
 }
 
-func iterateProviders(r store.KV, fn func(addr types.Address, p *market.Provider) bool) {
-	store.IteratePrefix(r, market.ProviderKey(types.Address{})[:1], func(key, _ []byte) bool {
+// iterateProviders calls fn for at most MaxScanned provider records after
+// the cursor (nil: from the first), in address order, and returns the last
+// address examined if it stopped on the bound (more may follow).
+func iterateProviders(r store.KV, after *types.Address, fn func(addr types.Address, p *market.Provider) bool) (next *types.Address) {
+	start := market.ProviderKey(types.Address{})[:1]
+	if after != nil {
+		start = append(market.ProviderKey(*after), 0)
+	}
+	end := []byte{start[0] + 1}
+	scanned := 0
+	r.Iterate(start, end, func(key, _ []byte) bool {
 		addr := types.BytesToAddress(key[1:])
 		p, _ := market.GetProvider(r, addr)
-		return fn(addr, p)
+		if fn(addr, p) {
+			return true
+		}
+		if scanned++; scanned >= MaxScanned {
+			next = &addr
+			return true
+		}
+		return false
 	})
+	return next
+}
+
+// pageCursor splits "PATH?after=0xADDR" into the path and the cursor.
+func pageCursor(path string) (string, *types.Address, error) {
+	base, q, ok := strings.Cut(path, "?")
+	if !ok {
+		return path, nil, nil
+	}
+	v, ok := strings.CutPrefix(q, "after=")
+	if !ok {
+		return "", nil, types.ErrBadQuery.Wrapf("%q: the only query parameter is after=ADDRESS", path)
+	}
+	a, err := parseAddr(v)
+	if err != nil {
+		return "", nil, err
+	}
+	return base, &a, nil
 }
 
 // jobIDs lists job ids under an index prefix whose keys end in the id.
@@ -245,6 +289,13 @@ func jobIDs(r store.KV, prefix []byte) []uint64 {
 // marketQuery answers the market paths; ok is false for other paths.
 func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, error) {
 	h := uint64(snap.Version())
+	var after *types.Address
+	if strings.HasPrefix(path, QueryProviders) || strings.HasPrefix(path, QueryWhyNoBids) {
+		var err error
+		if path, after, err = pageCursor(path); err != nil {
+			return nil, true, err
+		}
+	}
 	switch {
 	case strings.HasPrefix(path, QueryJob):
 		j, err := getJob(snap, strings.TrimPrefix(path, QueryJob))
@@ -308,7 +359,7 @@ func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, err
 		probe := &market.Job{ID: 0, Req: req}
 		params := getParams(snap)
 		out := []ProviderView{}
-		iterateProviders(snap, func(addr types.Address, p *market.Provider) bool {
+		iterateProviders(snap, after, func(addr types.Address, p *market.Provider) bool {
 			if market.Eligible(snap, params, h, probe, addr) == nil {
 				out = append(out, providerView(snap, addr, p))
 			}
@@ -327,7 +378,7 @@ func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, err
 		return providerView(snap, a, p), true, nil
 	case path == QueryProviders:
 		out := []ProviderView{}
-		iterateProviders(snap, func(addr types.Address, p *market.Provider) bool {
+		iterateProviders(snap, after, func(addr types.Address, p *market.Provider) bool {
 			out = append(out, providerView(snap, addr, p))
 			return len(out) >= MaxListed
 		})
@@ -337,7 +388,7 @@ func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, err
 		if err != nil {
 			return nil, true, err
 		}
-		return whyNoBids(snap, getParams(snap), j, h), true, nil
+		return whyNoBids(snap, getParams(snap), j, h, after), true, nil
 	case strings.HasPrefix(path, QueryEscrow):
 		j, err := getJob(snap, strings.TrimPrefix(path, QueryEscrow))
 		if err != nil {
@@ -368,7 +419,7 @@ func marketQuery(snap *store.Snapshot, path string, data []byte) (any, bool, err
 	return nil, false, nil
 }
 
-func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNoBidsView {
+func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64, after *types.Address) WhyNoBidsView {
 	v := WhyNoBidsView{Job: j.ID, State: j.State.String(), Providers: []EligibilityView{}}
 	for _, n := range j.Bids {
 		v.Bids += n
@@ -378,7 +429,7 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNo
 		bidders[b.Provider] = true
 	}
 	eligible := 0
-	iterateProviders(r, func(addr types.Address, _ *market.Provider) bool {
+	next := iterateProviders(r, after, func(addr types.Address, _ *market.Provider) bool {
 		e := EligibilityView{Provider: addr, Eligible: true, Bid: bidders[addr]}
 		if err := market.Eligible(r, params, h, j, addr); err != nil {
 			e.Eligible, e.Reason = false, strings.TrimPrefix(err.Error(), types.ErrNotEligible.Desc+": ")
@@ -386,8 +437,11 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64) WhyNo
 			eligible++
 		}
 		v.Providers = append(v.Providers, e)
-		return len(v.Providers) >= MaxListed
+		return false
 	})
+	if next != nil {
+		v.Next = next.Hex()
+	}
 	switch {
 	case len(v.Providers) == 0:
 		v.Summary = "no provider is registered on this chain"

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cosmos/iavl"
 	iavldb "github.com/cosmos/iavl/db"
@@ -11,9 +12,15 @@ import (
 
 // Tree is the persistent state: an IAVL+ Merkle tree on LevelDB. Version n of
 // the tree is the state after block n.
+//
+// mu orders version changes against reads of the saved versions. It does
+// not make queries safe beside consensus: IAVL's Set clones nodes that a
+// saved version's iterator may be reading (seen by the race detector), so
+// Query stays on CometBFT's shared ABCI mutex and bounds its own work.
 type Tree struct {
 	db   iavldb.DB
 	tree *iavl.MutableTree
+	mu   sync.RWMutex // guards the saved versions
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -49,23 +56,50 @@ func newTree(db iavldb.DB) (*Tree, error) {
 }
 
 // Version is the last saved version (block height); 0 before the first.
-func (t *Tree) Version() int64 { return t.tree.Version() }
+func (t *Tree) Version() int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.tree.Version()
+}
 
 // Hash is the root hash of the last saved version.
-func (t *Tree) Hash() []byte { return t.tree.Hash() }
+func (t *Tree) Hash() []byte {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.tree.Hash()
+}
+
+// Latest is the last saved version and its root hash, read together.
+func (t *Tree) Latest() (int64, []byte) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.tree.Version(), t.tree.Hash()
+}
 
 // WorkingHash is the root hash including unsaved writes.
 func (t *Tree) WorkingHash() []byte { return t.tree.WorkingHash() }
 
 // SetInitialVersion makes the first saved version v instead of 1, for chains
 // whose genesis starts above height 1.
-func (t *Tree) SetInitialVersion(v uint64) { t.tree.SetInitialVersion(v) }
+func (t *Tree) SetInitialVersion(v uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tree.SetInitialVersion(v)
+}
 
 // SaveVersion persists the working tree as the next version.
-func (t *Tree) SaveVersion() ([]byte, int64, error) { return t.tree.SaveVersion() }
+func (t *Tree) SaveVersion() ([]byte, int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tree.SaveVersion()
+}
 
 // Rollback discards unsaved writes.
-func (t *Tree) Rollback() { t.tree.Rollback() }
+func (t *Tree) Rollback() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tree.Rollback()
+}
 
 // Get reads the working tree.
 func (t *Tree) Get(key []byte) []byte {
@@ -120,6 +154,8 @@ var ErrVersionNotFound = errors.New("version not found")
 
 // Snapshot returns the saved version v (v <= 0: the latest).
 func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if v <= 0 {
 		v = t.tree.Version()
 	}

@@ -294,8 +294,12 @@ func newQueryProvidersCmd() *cobra.Command {
 					fmt.Fprintf(w, "%s  %-10s bonded %s, reputation %d, peer %s\n", p.Address.Hex(), state, types.FormatAmount(p.Bonded), p.Score, p.PeerID)
 				}
 			}
+			page := ""
+			if after, _ := f.GetString("after"); after != "" {
+				page = "?after=" + after
+			}
 			if !match {
-				return runQuery(cmd, chain.QueryProviders, nil, text)
+				return runQuery(cmd, chain.QueryProviders+page, nil, text)
 			}
 			var req market.Requirements
 			minStake, _ := f.GetString("min-stake")
@@ -316,10 +320,11 @@ func newQueryProvidersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runQuery(cmd, chain.QueryMatch, bz, text)
+			return runQuery(cmd, chain.QueryMatch+page, bz, text)
 		},
 	}
 	f := cmd.Flags()
+	f.String("after", "", "page on after this provider address (a query examines at most 500 records)")
 	f.Bool("match", false, "list only providers eligible under the requirement flags")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
 	f.String("min-stake", "0", "least bonded stake, on top of the chain minimum")
@@ -330,7 +335,7 @@ func newQueryProvidersCmd() *cobra.Command {
 }
 
 func newQueryWhyNoBidsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "why-no-bids JOB",
 		Short: "Explain, provider by provider, who may bid on a job and why the others may not",
 		Args:  cobra.ExactArgs(1),
@@ -339,8 +344,15 @@ func newQueryWhyNoBidsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runQuery(cmd, chain.QueryWhyNoBids+strconv.FormatUint(id, 10), nil, func(w io.Writer, v chain.WhyNoBidsView, _ int64) {
+			path := chain.QueryWhyNoBids + strconv.FormatUint(id, 10)
+			if after, _ := cmd.Flags().GetString("after"); after != "" {
+				path += "?after=" + after
+			}
+			return runQuery(cmd, path, nil, func(w io.Writer, v chain.WhyNoBidsView, _ int64) {
 				fmt.Fprintf(w, "job %d (%s), %d bid(s): %s\n", v.Job, v.State, v.Bids, v.Summary)
+				if v.Next != "" {
+					defer fmt.Fprintf(w, "more providers are registered: ogpu query why-no-bids %d --after %s\n", v.Job, v.Next)
+				}
 				for _, p := range v.Providers {
 					switch {
 					case p.Eligible && p.Bid:
@@ -354,6 +366,8 @@ func newQueryWhyNoBidsCmd() *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().String("after", "", "page on after this provider address (a query examines at most 500 records)")
+	return cmd
 }
 
 func newQueryEscrowCmd() *cobra.Command {
