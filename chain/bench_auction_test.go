@@ -174,6 +174,7 @@ func benchJob() *market.MsgPostJob {
 		Req:     market.Requirements{MinStake: new(uint256.Int), Attributes: []string{"gpu/vendor/nvidia", "ram>=64Gi"}, Runtime: "llama.cpp", Class: "cuda"},
 		Input:   fmHash("bench input"),
 		Windows: market.Windows{Bid: 1, Reveal: 2, Execute: 10, Verify: 10},
+		Seal:    fmHash("bench seal"),
 	}
 }
 

@@ -102,6 +102,7 @@ func endBlockJob(bid uint64) *market.MsgPostJob {
 		Req:     market.Requirements{MinStake: new(uint256.Int)},
 		Input:   fmHash("endblock input"),
 		Windows: market.Windows{Bid: bid, Reveal: 1, Execute: 1, Verify: 1},
+		Seal:    fmHash("endblock seal"),
 	}
 }
 
