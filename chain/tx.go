@@ -264,9 +264,11 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 		}
 	}
 	gas = params.Gas(len(bz), work)
-	if err := tx.VerifySignature(); err != nil {
-		return fail(stageRejected, gas, err)
-	}
+	// Cheap stateful checks before the signature (a secp256k1 recovery is
+	// the costliest check a refused tx can make a node do for free): the
+	// nonce, the fee, and a balance that can pay it. They read the
+	// claimed sender's state only to refuse; nothing is written before
+	// the signature is verified.
 	next := getNonce(kv, body.From)
 	switch {
 	case body.Nonce < next:
@@ -278,6 +280,12 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	if required := params.RequiredFee(len(bz), work); body.Fee.Lt(required) {
 		return fail(stageRejected, gas, types.ErrFeeTooLow.Wrapf("fee %s is below the required %s (%d gas at %s per gas)",
 			types.FormatAmount(body.Fee), types.FormatAmount(required), gas, params.MinGasPrice.Dec()))
+	}
+	if bal := escrow.NewKeeper(kv).Balance(body.From); bal.Lt(body.Fee) {
+		return fail(stageRejected, gas, fmt.Errorf("cannot pay the fee: %w", types.ErrInsufficientFunds.Wrapf("%s has %s, the fee is %s", body.From, types.FormatAmount(bal), types.FormatAmount(body.Fee))))
+	}
+	if err := tx.VerifySignature(); err != nil {
+		return fail(stageRejected, gas, err)
 	}
 
 	ante := store.NewCache(kv)

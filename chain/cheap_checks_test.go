@@ -3,6 +3,7 @@ package chain
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ogpu-network/ogpu/genesis"
@@ -70,5 +71,31 @@ func TestL4ProviderScansBounded(t *testing.T) {
 	}
 	if _, _, err := marketQuery(snap, QueryProviders+"?before=x", nil); err == nil {
 		t.Fatal("an unknown query parameter was accepted")
+	}
+}
+
+// TestM2CheapChecksBeforeSignature: a refused transaction makes the node
+// do as little as possible, free of charge. The nonce, the fee and the
+// balance that pays it are checked before the signature is recovered (a
+// secp256k1 recovery is the costliest check): a forged transaction whose
+// nonce is used, or whose sender cannot pay, is refused for that, before
+// its signature is looked at. Before the change it was refused as "bad
+// signature" after the recovery.
+func TestM2CheapChecksBeforeSignature(t *testing.T) {
+	h := newHarness(t, store.NewMemTree(), testGenesis())
+	h.block(h.tx("alice", send("bob", types.OGPU(1))))
+	forge := func(key string, nonce uint64) []byte {
+		bz := signTx(t, testKey(key), nonce, send("bob", types.OGPU(1)))
+		bz[len(bz)-3] ^= 0x01 // inside the signature
+		return bz
+	}
+	if res := h.checkTx(forge("alice", 0)); res.Code != types.ErrNonceUsed.Code {
+		t.Fatalf("forged tx with a used nonce: code %d (%s), want nonce used, before the signature", res.Code, res.Log)
+	}
+	if res := h.checkTx(forge("nobody", 0)); res.Code != types.ErrInsufficientFunds.Code || !strings.Contains(res.Log, "cannot pay the fee") {
+		t.Fatalf("forged tx from an empty account: code %d (%s), want cannot pay the fee", res.Code, res.Log)
+	}
+	if res := h.checkTx(forge("alice", 1)); res.Code != types.ErrBadSignature.Code {
+		t.Fatalf("forged tx with the right nonce and fee: code %d (%s), want bad signature", res.Code, res.Log)
 	}
 }
