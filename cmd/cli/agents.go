@@ -335,6 +335,8 @@ func runValidatorAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, 
 	defer h.Close()
 	v := agent.NewValidator(c, key, h, store, llmOptions(cmd))
 	v.Logger = logger
+	// Canaries (node/agent/canary.go): salts and answers kept here.
+	v.Canary.Dir = filepath.Join(home, "validator-agent", "canaries")
 	defer v.Close()
 	logger.Info("validator agent running", "operator", v.Address().Hex(), "peer", h.ID())
 	return v.Run(ctx)

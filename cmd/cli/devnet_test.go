@@ -44,6 +44,14 @@ func TestDevnet(t *testing.T) {
 	if !rep.LiarSlashed || r2.Compensated.IsZero() {
 		t.Errorf("liar slashed %v, client compensated %s", rep.LiarSlashed, r2.Compensated)
 	}
+	// The canary the validator agent posted during round 1 looked like
+	// alice's job and settled on its known answer without being revealed.
+	if c := rep.Canary; c == nil || c.Outcome != "agreed" || c.Claimed || c.Result != c.Answer {
+		t.Errorf("canary: %+v; want one, agreed on its known answer, not revealed", c)
+	}
+	if !strings.Contains(out.String(), "-- a client job and a job posted by the validator agent") {
+		t.Error("the devnet did not print the canary and the client job side by side")
+	}
 	// Round 3: the encrypted 3-stage job, decrypted by the client, equals
 	// the plaintext model's output.
 	p := rep.Pipeline

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
@@ -70,11 +71,18 @@ type Validator struct {
 	// DefaultValidatorModels); the least recently used idle one is closed
 	// first.
 	MaxModels int
+	// Canary configures the canaries the agent posts (canary.go); with no
+	// Dir it posts none.
+	Canary CanaryConfig
 
 	sender *node.Sender
 	models modelCache
 	// checked, if set (tests), sees the end of every dispute check.
 	checked func(job uint64, stage uint16, err error)
+
+	// The canary worker (canary.go), started on the first block.
+	canaryOnce  sync.Once
+	canaryState atomic.Pointer[canaries]
 }
 
 // NewValidator wires a validator agent.
@@ -111,6 +119,7 @@ func (v *Validator) Run(ctx context.Context) error {
 	pool := newDisputePool(cmp0(v.Workers, DefaultValidatorWorkers), cmp0(v.Backlog, DefaultValidatorBacklog),
 		func(d dispute) { v.handle(ctx, d) })
 	for b := range blocks {
+		v.canaryBlock(ctx, b)
 		for _, e := range node.EventsOf[market.EventDisputeOpened](b.Events) {
 			if !pool.submit(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline}) {
 				v.Logger.Error("dispute backlog full: not checking this dispute", "job", e.Job, "stage", e.Stage,
@@ -119,6 +128,7 @@ func (v *Validator) Run(ctx context.Context) error {
 		}
 	}
 	pool.close()
+	v.canaryWait()
 	return ctx.Err()
 }
 
