@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -50,7 +51,8 @@ type s1Result struct {
 	Blocks         int64 // blocks h+1 .. last inclusion
 	SpamTxs        int   // spam txs in those blocks
 	SpamFees       *uint256.Int
-	SpamExhausted  bool // the spammers ran out of pre-signed txs
+	SpamExhausted  bool  // the spammers ran out of pre-signed txs
+	SpamRefused    int64 // refusals the spammers got (and retried)
 }
 
 type s1Delay struct {
@@ -77,12 +79,14 @@ const (
 	s1SpamPerSender = 5_000 // pre-signed; enough for the mempool plus ~40 full blocks
 	s1FillBlocks    = 5
 	s1ExecuteWindow = 60
-	s1BlockTime     = 200 * time.Millisecond
 )
+
+// s1BlockTime is the node's timeout_commit (timeout_propose twice it).
+var s1BlockTime = flag.Duration("s1.blocktime", 200*time.Millisecond, "BenchmarkS1Spam/TestS1SpamCannotDelayCommitments: timeout_commit")
 
 func (r *s1Result) log(tb testing.TB) {
 	tb.Logf("S1: min-fee transfer without spam: included at +%d blocks (anchor)", r.Anchor)
-	tb.Logf("S1: spam: %d accounts; mempool holds %d txs at h; commit deadline is h+%d", s1Spammers, r.Mempool, int64(r.CommitDeadline)-r.Commit.Submitted)
+	tb.Logf("S1: spam: %d accounts; mempool holds %d txs at h; commit deadline is h+%d; the spammers were refused %d times", s1Spammers, r.Mempool, int64(r.CommitDeadline)-r.Commit.Submitted, r.SpamRefused)
 	tb.Logf("S1: provider commit-result: %s", r.Commit)
 	tb.Logf("S1: honest transfer at 2x the min fee: %s", r.Paid2x)
 	tb.Logf("S1: honest transfer at the min fee: %s", r.MinFee)
@@ -118,7 +122,7 @@ func runS1(tb testing.TB) *s1Result {
 		cheap
 		firstSpammer
 	)
-	tc := startTestChainEvery(tb, firstSpammer+s1Spammers, s1BlockTime)
+	tc := startTestChainEvery(tb, firstSpammer+s1Spammers, *s1BlockTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := tc.local
@@ -201,6 +205,7 @@ func runS1(tb testing.TB) *s1Result {
 	spamCtx, stopSpam := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var exhausted atomic.Int32
+	var refused atomic.Int64
 	for s := range s1Spammers {
 		wg.Add(1)
 		go func() {
@@ -214,6 +219,7 @@ func runS1(tb testing.TB) *s1Result {
 					if err == nil {
 						break
 					}
+					refused.Add(1)
 					if !s1Refused(err) {
 						tb.Errorf("spammer %d: %v", s, err)
 						return
@@ -245,7 +251,7 @@ func runS1(tb testing.TB) *s1Result {
 
 	// At h: the commitment, a transfer paying 2x, a min-fee transfer.
 	commitment := verifier.ResultCommitment(sha256.Sum256([]byte("s1 result")), sha256.Sum256([]byte("s1 salt")), addr(prov1))
-	limit := time.Duration(s1ExecuteWindow+5) * 2 * s1BlockTime * 4 // generous: blocks slow down under spam
+	limit := time.Duration(s1ExecuteWindow+5) * 2 * *s1BlockTime * 4 // generous: blocks slow down under spam
 	var mu sync.Mutex
 	var measured sync.WaitGroup
 	measure := func(out *s1Delay, submit func() ([]byte, error)) {
@@ -280,6 +286,7 @@ func runS1(tb testing.TB) *s1Result {
 	stopSpam()
 	wg.Wait()
 	r.SpamExhausted = exhausted.Load() > 0
+	r.SpamRefused = refused.Load()
 
 	// The spammer's cost over the measured blocks.
 	h := r.Commit.Submitted
@@ -376,6 +383,8 @@ func TestS1SpamCannotDelayCommitments(t *testing.T) {
 // transfer on the idle chain, measured in the same run):
 //
 //	go test -run '^$' -bench BenchmarkS1Spam -benchtime 1x -count 3 ./node
+//
+// -args -s1.blocktime=1s runs it at the devnet's block time.
 func BenchmarkS1Spam(b *testing.B) {
 	for range b.N {
 		r := runS1(b)
