@@ -15,6 +15,7 @@ import (
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/libs/log"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
@@ -47,6 +48,13 @@ type App struct {
 	pending int64
 
 	invariants bool
+
+	// Block space (mempool.go): the admission policy's limits (zero: off),
+	// what the mempool holds since the last Commit, and the block gas
+	// limit (zero: none).
+	pool        MempoolLimits
+	ordinary    poolCount
+	maxBlockGas uint64
 }
 
 // Option configures an App.
@@ -186,8 +194,29 @@ func matchValidators(app, cmt []abci.ValidatorUpdate) error {
 // the committed state and the transactions already admitted: every check of
 // FinalizeBlock, and its messages too, so a failing send is refused here with
 // nothing charged.
+//
+// With WithMempool, a new ordinary transaction is first refused while the
+// mempool's share for ordinary transactions at its fee is full (S1, see
+// mempool.go): a local policy on the mempool's capacity, not a rule of
+// validity, so FinalizeBlock does not repeat it. Deadline transactions and
+// rechecks (what the mempool already holds) are never refused by it.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	var class txClass
+	classified := false
+	if a.pool.Txs > 0 {
+		params := getParams(a.check)
+		class, classified = classify(params, req.Tx)
+		if classified && !class.deadline && class.multiple > 0 && req.Type != abci.CHECK_TX_TYPE_RECHECK {
+			if ok, need := a.admit(int64(len(req.Tx)), class.multiple); !ok {
+				return a.busy(params, class, need), nil
+			}
+		}
+	}
 	res := a.runTx(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
+	if classified && res.stage == stageOK && !class.deadline {
+		a.ordinary.txs++
+		a.ordinary.bytes += int64(len(req.Tx))
+	}
 	return &abci.CheckTxResponse{
 		Code:      res.code,
 		Log:       res.log,
@@ -197,40 +226,87 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 	}, nil
 }
 
-// PrepareProposal drops from the proposal the transactions that would be
-// refused outright, up to the byte limit.
+// busy refuses an ordinary transaction the mempool has no room for at its
+// fee, saying what would get it in.
+func (a *App) busy(params genesis.Params, c txClass, need uint64) *abci.CheckTxResponse {
+	var err error
+	if need > 0 {
+		err = types.ErrFeeTooLow.Wrapf("the mempool is busy (%d ordinary transactions, %d bytes, waiting): at %dx the minimum fee there is no room; pay at least %dx the minimum fee (%s per gas), or retry after the next block (result commitments, reveals and votes are always admitted)",
+			a.ordinary.txs, a.ordinary.bytes, c.multiple, need, types.FormatAmount(new(uint256.Int).Mul(params.MinGasPrice, uint256.NewInt(need))))
+	} else {
+		err = types.ErrFeeTooLow.Wrapf("the mempool is busy (%d ordinary transactions, %d bytes, waiting): its space for ordinary transactions is full at any fee; retry after the next block (result commitments, reveals and votes are always admitted)",
+			a.ordinary.txs, a.ordinary.bytes)
+	}
+	return &abci.CheckTxResponse{Code: types.CodeOf(err), Log: err.Error(), Codespace: types.Codespace, GasWanted: int64(c.gas)}
+}
+
+// PrepareProposal orders the reaped transactions (deadline transactions
+// first, then by fee per gas, each sender's in nonce order: proposalOrder)
+// and takes them while they fit the byte limit and, with WithMaxBlockGas,
+// the gas limit, dropping those that would be refused outright.
 //
 // Proposals are made and checked between one Commit and the next
 // FinalizeBlock, so the working tree is the last committed state.
 func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalRequest) (*abci.PrepareProposalResponse, error) {
 	sim := store.NewCache(a.tree)
 	env := blockEnv{height: uint64(req.Height)}
+	params := getParams(a.tree)
+	order, classes := proposalOrder(params, req.Txs)
+	// A sender whose transaction is left out loses the rest of its queue:
+	// its later nonces cannot run before it (lookups only).
+	skipped := make(map[types.Address]bool)
+	smallest := params.TxBaseGas + params.MsgGas
 	var txs [][]byte
 	var size int64
-	for _, tx := range req.Txs {
-		if size+int64(len(tx)) > req.MaxTxBytes {
-			break
+	var gas uint64
+	for _, i := range order {
+		tx, c := req.Txs[i], classes[i]
+		if c.gas > 0 && skipped[c.from] {
+			continue
+		}
+		if size+int64(len(tx)) > req.MaxTxBytes || (a.maxBlockGas > 0 && gas+c.gas > a.maxBlockGas) {
+			if c.gas > 0 {
+				skipped[c.from] = true
+			}
+			if a.maxBlockGas > 0 && a.maxBlockGas-gas < smallest {
+				break
+			}
+			continue
 		}
 		if res := a.runTx(sim, env, tx, false); res.stage == stageRejected {
 			continue
 		}
 		txs = append(txs, tx)
 		size += int64(len(tx))
+		gas += c.gas
 	}
 	return &abci.PrepareProposalResponse{Txs: txs}, nil
 }
 
 // ProcessProposal rejects a proposal holding bytes that are not a
-// well-formed transaction for this chain. Stateful failures (a spent nonce)
-// are not grounds for rejection: FinalizeBlock records them as failed.
+// well-formed transaction for this chain, or, with WithMaxBlockGas, more
+// gas than the limit. Any order is accepted, and stateful failures (a spent
+// nonce) are not grounds for rejection: FinalizeBlock records them as
+// failed.
 func (a *App) ProcessProposal(_ context.Context, req *abci.ProcessProposalRequest) (*abci.ProcessProposalResponse, error) {
 	params := getParams(a.tree)
+	reject := &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}
+	var gas uint64
 	for _, bz := range req.Txs {
 		if uint64(len(bz)) > params.MaxTxBytes {
-			return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}, nil
+			return reject, nil
 		}
-		if _, err := types.DecodeTx(bz); err != nil {
-			return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}, nil
+		tx, err := types.DecodeTx(bz)
+		if err != nil {
+			return reject, nil
+		}
+		if a.maxBlockGas > 0 {
+			// A message that does not decode counts its plain gas (runTx
+			// refuses the transaction).
+			gas += params.Gas(len(bz), MsgWorks(tx.Body.Msgs))
+			if gas > a.maxBlockGas {
+				return reject, nil
+			}
 		}
 	}
 	return &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_ACCEPT}, nil
@@ -289,6 +365,7 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	}
 	a.pending = 0
 	a.resetCheckState()
+	a.ordinary = poolCount{} // the recheck that follows counts what stays
 	a.checkHeight = uint64(v) + 1
 	return &abci.CommitResponse{}, nil
 }

@@ -169,12 +169,48 @@ func ReadGenesis(path string) (*cmttypes.GenesisDoc, *genesis.Doc, error) {
 
 // DefaultConsensusParams are CometBFT's defaults with the evidence max age
 // below the default unbonding period (genesis.CheckEvidenceAge): evidence
-// must not outlive the stake it would slash.
+// must not outlive the stake it would slash. Block max_gas is -1: CometBFT
+// then hands the proposer its whole mempool (up to max_bytes) instead of a
+// first-come prefix, and the app enforces MaxBlockGas itself, taking
+// deadline messages and higher fees first (S1, chain/mempool.go).
 func DefaultConsensusParams() *cmttypes.ConsensusParams {
 	p := cmttypes.DefaultConsensusParams()
 	p.Evidence.MaxAgeNumBlocks = genesis.DefaultEvidenceMaxAgeBlocks
 	p.Evidence.MaxAgeDuration = genesis.DefaultEvidenceMaxAgeDuration
+	p.Block.MaxGas = -1
 	return p
+}
+
+// MaxBlockGas is the block gas limit the app enforces (PrepareProposal,
+// ProcessProposal) when genesis.json's consensus_params.block.max_gas is -1,
+// as DefaultConsensusParams writes: CometBFT's former default.
+const MaxBlockGas = 10_000_000
+
+// blockSpaceOptions configure the app's block-space policies (S1) from the
+// node's mempool config and the genesis block limits: the admission policy
+// for a mempool of conf's size, and the block gas limit (genesis max_gas
+// when set, which CometBFT then also applies first-come, else MaxBlockGas).
+func blockSpaceOptions(conf *cmtcfg.Config) ([]chain.Option, error) {
+	gen, err := cmttypes.GenesisDocFromFile(conf.GenesisFile())
+	if err != nil {
+		return nil, fmt.Errorf("cannot read genesis: %w", err)
+	}
+	block := cmttypes.DefaultConsensusParams().Block
+	if gen.ConsensusParams != nil {
+		block = gen.ConsensusParams.Block
+	}
+	reap := conf.Mempool.MaxTxsBytes
+	if block.MaxBytes > 0 {
+		reap = min(reap, block.MaxBytes)
+	}
+	gas := uint64(MaxBlockGas)
+	if block.MaxGas > 0 {
+		gas = uint64(block.MaxGas)
+	}
+	return []chain.Option{
+		chain.WithMempool(chain.MempoolLimits{Txs: conf.Mempool.Size, Bytes: reap}),
+		chain.WithMaxBlockGas(gas),
+	}, nil
 }
 
 // WriteGenesis validates doc and writes it as gen's app_state to path.
@@ -220,7 +256,12 @@ func StartChainNode(ctx context.Context, conf *cmtcfg.Config, logger log.Logger,
 	if err != nil {
 		return nil, err
 	}
-	app := chain.NewApp(tree, append([]chain.Option{chain.WithLogger(logger.With("module", "app"))}, opts...)...)
+	space, err := blockSpaceOptions(conf)
+	if err != nil {
+		tree.Close()
+		return nil, err
+	}
+	app := chain.NewApp(tree, append(append([]chain.Option{chain.WithLogger(logger.With("module", "app"))}, space...), opts...)...)
 	nodeKey, err := p2p.LoadNodeKey(conf.NodeKeyFile())
 	if err != nil {
 		tree.Close()
