@@ -74,7 +74,7 @@ func promptFits(m *llm.Model, j *chain.JobView, prompt string) error {
 // it reports it unavailable: reportMargin blocks before the commit
 // deadline. After an input check (checked) it may not report again and
 // tries until the deadline itself.
-func (p *Provider) reportBy(ctx context.Context, commitDeadline uint64, checked bool) uint64 {
+func (p *Provider) reportBy(commitDeadline uint64, checked bool) uint64 {
 	if checked || commitDeadline <= reportMargin {
 		return commitDeadline
 	}

@@ -138,7 +138,7 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	lctx := tctx
 	if report {
 		var lcancel context.CancelFunc
-		lctx, lcancel = untilHeight(tctx, p.cfg.Chain, p.reportBy(ctx, commitDeadline, false))
+		lctx, lcancel = untilHeight(tctx, p.cfg.Chain, p.reportBy(commitDeadline, false))
 		defer lcancel()
 	}
 	parts, err := loadPipelineParts(lctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)
