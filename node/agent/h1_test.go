@@ -274,3 +274,42 @@ func TestH1AvailableAfterCheck(t *testing.T) {
 	}
 	n.supplyIsCap()
 }
+
+// TestH1ValidatorFindsClient: a validator that is not connected to a
+// job's client finds it for an input check (an honest client it cannot
+// reach would be voted bad): the client's peer id is recovered from the
+// transaction that posted the job, its addresses from the DHT.
+func TestH1ValidatorFindsClient(t *testing.T) {
+	n := newTestNet(t)
+	cl := n.client()
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	lj := n.job(24)
+	msg := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
+		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
+		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
+	}
+	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := n.c.Job(n.ctx, posted.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := clientPeer(n.ctx, n.c, j)
+	if err != nil || id != cl.Host.ID() {
+		t.Fatalf("client peer %s, %v: want %s", id, err, cl.Host.ID())
+	}
+	k, _ := ethcrypto.GenerateKey()
+	h, store := n.host("validator2", k)
+	if len(peersOf(h, j.Client)) != 0 {
+		t.Skip("the new host is already connected to the client")
+	}
+	w := NewValidator(n.c, k, h, store, n.lo)
+	w.Logger = n.validator.Logger
+	w.dialClient(n.ctx, j)
+	if len(peersOf(h, j.Client)) == 0 {
+		t.Fatal("the validator did not reach the job's client")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -160,6 +161,7 @@ func (v *Validator) slotPeers(ctx context.Context, j *chain.JobView) []peer.ID {
 // judgeLLMInput checks an inference job's prompt; blobs is what to serve
 // if it is available.
 func (v *Validator) judgeLLMInput(ctx context.Context, j *chain.JobView) (types.Hash, string, []types.Hash) {
+	v.dialClient(ctx, j)
 	if err := fetchFromPartiesMax(ctx, v.Host, v.Chain, v.Store, j, j.Input, maxLLMInputBlob); err != nil {
 		return verifier.InputBad, fmt.Sprintf("the prompt could not be fetched by the seal deadline: %v", err), nil
 	}
@@ -198,6 +200,7 @@ func (v *Validator) judgePipelineInput(ctx context.Context, j *chain.JobView, s 
 	bad := func(f string, a ...any) (types.Hash, string, []types.Hash) {
 		return verifier.InputBad, fmt.Sprintf(f, a...), nil
 	}
+	v.dialClient(ctx, j)
 	if err := fetchFromPartiesMax(ctx, v.Host, v.Chain, v.Store, j, j.Input, maxPipelineInputBlob); err != nil {
 		return bad("the input manifest could not be fetched by the seal deadline: %v", err)
 	}
@@ -285,4 +288,48 @@ func (v *Validator) dialReporters(ctx context.Context, job uint64, stage uint16)
 			v.Logger.Warn("cannot reach a provider that reported the input (it may still dial this validator)", "job", job, "provider", s.Provider.Hex(), "err", err)
 		}
 	}
+}
+
+// dialClient connects the validator to job j's client, so that it can
+// fetch the input it is to judge: a validator that cannot reach an honest
+// client would vote its input bad. The client's libp2p identity is its
+// account key; the key is recovered from the signature of the
+// transaction that posted the job (found in the node's transaction index
+// by its job_posted event), and the client's addresses from the DHT.
+func (v *Validator) dialClient(ctx context.Context, j *chain.JobView) {
+	if len(peersOf(v.Host, j.Client)) > 0 {
+		return
+	}
+	id, err := clientPeer(ctx, v.Chain, j)
+	if err == nil {
+		err = v.Host.FindPeer(ctx, id)
+	}
+	if err != nil {
+		v.Logger.Warn("cannot reach the job's client to fetch its input (it may still serve it through others)", "job", j.ID, "client", j.Client.Hex(), "err", err)
+	}
+}
+
+// clientPeer is the peer id of job j's client: the public key that signed
+// the transaction posting j.
+func clientPeer(ctx context.Context, c *node.Client, j *chain.JobView) (peer.ID, error) {
+	res, err := c.RPC.TxSearch(ctx, fmt.Sprintf("%s.job=%d", market.EventJobPosted{}.EventType(), j.ID), false, nil, nil, "")
+	if err != nil {
+		return "", fmt.Errorf("find the transaction that posted job %d: %w", j.ID, err)
+	}
+	for _, r := range res.Txs {
+		tx, err := types.DecodeTx(r.Tx)
+		if err != nil || tx.Body.From != j.Client {
+			continue
+		}
+		h, err := tx.Body.SignHash()
+		if err != nil {
+			continue
+		}
+		pub, err := ethcrypto.SigToPub(h[:], tx.Sig)
+		if err != nil || ethcrypto.PubkeyToAddress(*pub) != j.Client {
+			continue
+		}
+		return p2p.PeerIDOf(pub)
+	}
+	return "", fmt.Errorf("no transaction of %s posting job %d in the node's index", j.Client.Hex(), j.ID)
 }
