@@ -321,8 +321,9 @@ func runValidatorAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, 
 	if err != nil {
 		return err
 	}
-	// The validator agent binds nothing: it serves none of what it fetches
-	// (Access refuses unbound blobs).
+	// The validator agent serves only the inputs of input checks it found
+	// available, to the task's providers (Access refuses unbound blobs);
+	// its bindings are kept on disk across restarts.
 	access, err := agent.OpenAccess(c, filepath.Join(home, "validator-agent", "access"))
 	if err != nil {
 		return err
@@ -335,6 +336,7 @@ func runValidatorAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, 
 	defer h.Close()
 	v := agent.NewValidator(c, key, h, store, llmOptions(cmd))
 	v.Logger = logger
+	v.Access = access
 	// Canaries (node/agent/canary.go): salts and answers kept here.
 	v.Canary.Dir = filepath.Join(home, "validator-agent", "canaries")
 	defer v.Close()

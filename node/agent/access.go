@@ -56,7 +56,9 @@ var ErrOtherOwner = errors.New("the blob belongs to another client's job")
 //   - an input goes to the providers holding a live slot in the job (by
 //     the peer id of their provider record), and to active validators
 //     (bonded, power > 0, not jailed) while a stage of the job is
-//     disputed;
+//     disputed or in an input check (a validator that found the input
+//     available binds it too, and serves it to the providers that
+//     reported it);
 //   - the output of stage s goes to the providers holding a live slot of
 //     stage s+1 (the next stage needs it as its input), but to one that
 //     also holds a slot of stage s only once its own commitment for stage
@@ -490,10 +492,13 @@ func taskOf(j *chain.JobView, s int) *chain.TaskView {
 	return nil
 }
 
-// disputed reports whether stage s of j is disputed (s < 0: any stage).
+// disputed reports whether validators vote on stage s of j (s < 0: any
+// stage): a dispute, or an input check (a provider reported it could not
+// get or use the input; the validators fetch it to vote, and serve it
+// afterwards).
 func disputed(j *chain.JobView, s int) bool {
 	for _, t := range j.Tasks {
-		if (s < 0 || int(t.Stage) == s) && t.Status == "disputed" {
+		if (s < 0 || int(t.Stage) == s) && (t.Status == "disputed" || t.Status == "input_check") {
 			return true
 		}
 	}

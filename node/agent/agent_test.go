@@ -199,6 +199,9 @@ type testWriter struct {
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("[%s] %s", w.name, strings.TrimSpace(string(p)))
+	if f, ok := logTaps.Load(w.t); ok {
+		f.(func(name, line string))(w.name, strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 

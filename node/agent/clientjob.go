@@ -18,6 +18,7 @@ import (
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -51,14 +52,20 @@ func (c *Client) Address() types.Address { return ethcrypto.PubkeyToAddress(c.Ke
 
 // LLMJob is an inference job to post.
 type LLMJob struct {
-	Model      types.Hash
-	ModelSize  uint64
-	Prompt     string
-	MaxTokens  uint64
-	Redundancy uint16
-	MaxPrice   *uint256.Int
-	Req        market.Requirements
-	Windows    market.Windows
+	Model     types.Hash
+	ModelSize uint64
+	Prompt    string
+	MaxTokens uint64
+	// PromptTokens is the prompt's length in the model's tokens, declared
+	// on chain (providers check it with MaxTokens against their context;
+	// a longer prompt is the client's fault). 0: RunLLM counts it with
+	// the model if the client's store holds it, else declares
+	// PromptTokenBound.
+	PromptTokens uint64
+	Redundancy   uint16
+	MaxPrice     *uint256.Int
+	Req          market.Requirements
+	Windows      market.Windows
 }
 
 // LLMResult is how an inference job ended.
@@ -105,7 +112,7 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 	msg := &market.MsgPostJob{
 		Kind: market.KindInference, Mode: market.ModeAuction, Model: j.Model, ModelSize: j.ModelSize,
 		Stages: 1, Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
-		Windows: j.Windows, MaxTokens: j.MaxTokens,
+		Windows: j.Windows, MaxTokens: j.MaxTokens, PromptTokens: c.promptTokens(j),
 	}
 	height, posted, err := c.postJob(ctx, msg, Runtime, inHash)
 	if err != nil {
@@ -120,6 +127,42 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 		out.Elapsed = time.Since(start)
 	}
 	return out, err
+}
+
+// PromptTokenBound is an upper bound on the tokens of prompt for any
+// llama-style tokenizer: SentencePiece (with byte fallback) and byte-level
+// BPE emit at most one token per byte, plus the beginning-of-sequence
+// token, SentencePiece's dummy-prefix space and an end-of-sequence token
+// for models that add one.
+func PromptTokenBound(prompt string) uint64 { return uint64(len(prompt)) + 3 }
+
+// promptTokens is the prompt length j declares: j.PromptTokens if set,
+// else the count of the model's tokenizer if the client's store holds the
+// model, else PromptTokenBound (a bound declares more than the prompt
+// holds: providers with a context too small for the bound do not bid).
+func (c *Client) promptTokens(j LLMJob) uint64 {
+	if j.PromptTokens != 0 {
+		return j.PromptTokens
+	}
+	bound := PromptTokenBound(j.Prompt)
+	if !c.Store.Has(j.Model) {
+		return bound
+	}
+	path, err := c.Store.Path(j.Model)
+	if err != nil {
+		return bound
+	}
+	m, err := llm.Load(path, llm.Options{Threads: 1, BatchSize: 8, ContextSize: 8})
+	if err != nil {
+		c.Logger.Info("cannot load the model to count the prompt's tokens: declaring an upper bound", "bound", bound, "err", err)
+		return bound
+	}
+	defer m.Close()
+	toks, err := m.Tokenize(j.Prompt)
+	if err != nil || len(toks) == 0 {
+		return bound
+	}
+	return uint64(len(toks))
 }
 
 // postJob posts msg (requirements defaulted: no extra stake, runtime) and
@@ -282,6 +325,21 @@ func reportEvent(ev abci.Event, id uint64, stages bool, progress Progress) {
 		var e market.EventDisputeOpened
 		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
 			progress("%sthe results differ: dispute opened, validators re-check until height %d", at(e.Stage), e.Deadline)
+		}
+	case market.EventInputReported{}.EventType():
+		var e market.EventInputReported
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s reported the input: %s", at(e.Stage), e.Provider.Hex(), e.Reason)
+		}
+	case market.EventInputCheckOpened{}.EventType():
+		var e market.EventInputCheckOpened
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%svalidators check the input until height %d (keep serving it)", at(e.Stage), e.Deadline)
+		}
+	case market.EventInputAvailable{}.EventType():
+		var e market.EventInputAvailable
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sthe validators found the input available and serve it: results due by %d", at(e.Stage), e.CommitDeadline)
 		}
 	case market.EventDisputeVoted{}.EventType():
 		var e market.EventDisputeVoted

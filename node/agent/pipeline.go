@@ -268,16 +268,31 @@ func fetchVerdict(ctx context.Context, h *p2p.Host, c *node.Client, store *blobs
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching
 // it from the job's client, and now and then (the client unreachable) from
-// the providers of its slots, until ctx ends. (A job's blobs are never
-// announced in the DHT: only its parties hold them.)
+// the providers of its slots, until ctx ends. Connected active validators
+// are asked too: after an input check found the input available they
+// serve it (see Validator). (A job's blobs are never announced in the
+// DHT: only its parties hold them.)
 func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash) error {
+	return fetchFromPartiesMax(ctx, h, c, store, j, want, 0)
+}
+
+// fetchFromPartiesMax is fetchFromParties refusing a blob larger than max
+// bytes (0: no bound).
+func fetchFromPartiesMax(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash, max int64) error {
 	var lastErr error
+	var vals []types.Address
 	for attempt := 0; ; attempt++ {
 		if store.Has(want) {
 			return nil
 		}
 		peers := peersOf(h, j.Client)
 		wider := attempt%10 == 9
+		if attempt%10 == 0 {
+			vals = activeOperators(ctx, c)
+		}
+		for _, v := range vals {
+			peers = append(peers, peersOf(h, v)...)
+		}
 		if wider {
 			for _, a := range slotProviders(j) {
 				if pid, err := connectProvider(ctx, h, c, a); err == nil {
@@ -287,7 +302,7 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 		}
 		if len(peers) > 0 {
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, err := h.Fetch(fctx, want, p2p.FetchOptions{Peers: peers})
+			_, err := h.Fetch(fctx, want, p2p.FetchOptions{Peers: peers, MaxSize: max})
 			cancel()
 			if err == nil {
 				continue
@@ -303,6 +318,22 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// activeOperators lists the operators of the active validators (nil if
+// the chain cannot say).
+func activeOperators(ctx context.Context, c *node.Client) []types.Address {
+	vals, err := c.Validators(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []types.Address
+	for _, v := range vals {
+		if v.Active && v.Power > 0 {
+			out = append(out, v.Operator)
+		}
+	}
+	return out
 }
 
 // untilHeight is ctx, cancelled once the chain has committed height.

@@ -12,6 +12,7 @@ import (
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // errTaskClosed: the task was decided (or its job ended) before this
@@ -130,8 +131,21 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	tctx, cancel := untilHeight(ctx, p.cfg.Chain, j.Expiry+1)
 	defer cancel()
 	t0 := time.Now()
-	parts, err := loadPipelineParts(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)
+	// Stage 0's input is the client's: what cannot be fetched reportMargin
+	// blocks before the commit deadline, or does not parse, is reported
+	// (once: after an input check the provider must compute).
+	report := s == 0 && !p.isChecked(k)
+	lctx := tctx
+	if report {
+		var lcancel context.CancelFunc
+		lctx, lcancel = untilHeight(tctx, p.cfg.Chain, p.reportBy(commitDeadline, false))
+		defer lcancel()
+	}
+	parts, err := loadPipelineParts(lctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)
 	if err != nil {
+		if report && ctx.Err() == nil {
+			return p.reportInput(ctx, k, pipelineReason(err), err)
+		}
 		return err
 	}
 	for _, h := range []types.Hash{j.Input, parts.In.Model, parts.In.Keys, parts.In.Ciphertext} {
@@ -141,6 +155,9 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	}
 	ev, err := p.evaluator(parts)
 	if err != nil {
+		if report && ctx.Err() == nil {
+			return p.reportInput(ctx, k, verifier.InputInvalid, err)
+		}
 		return err
 	}
 	p.log.Info("loaded model and evaluation keys", "job", k.Job, "stage", s, "keys", fmt.Sprintf("%x", parts.In.Keys[:8]), "took", time.Since(t0).Round(time.Millisecond))
@@ -171,7 +188,10 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 		if cand != (types.Hash{}) && cand != input {
 			if !p.cfg.Store.Has(cand) {
 				if s == 0 {
-					err = fetchFromParties(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, cand)
+					err = fetchFromPartiesMax(lctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, cand, maxPush)
+					if err != nil && report && ctx.Err() == nil {
+						return p.reportInput(ctx, k, verifier.InputUnavailable, err)
+					}
 				} else {
 					jv, qerr := p.cfg.Chain.Job(tctx, k.Job)
 					if qerr != nil {
@@ -192,6 +212,9 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 			out, err = evalStage(ev, s, inBytes)
 			p.evalMu.Unlock()
 			if err != nil {
+				if report && ctx.Err() == nil {
+					return p.reportInput(ctx, k, verifier.InputInvalid, fmt.Errorf("stage %d: %w", s, err))
+				}
 				return fmt.Errorf("stage %d: %w", s, err)
 			}
 			if outH, err = p.cfg.Store.Put(out); err != nil {
@@ -228,6 +251,16 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	}
 	p.log.Info("committed result", "job", k.Job, "stage", s, "result", fmt.Sprintf("%x", outH[:8]))
 	return nil
+}
+
+// pipelineReason is the report reason for a failure to load a pipeline's
+// input: unavailable if the fetch ran out of time, else invalid (it was
+// fetched, by hash, and does not parse for the job).
+func pipelineReason(err error) uint8 {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return verifier.InputUnavailable
+	}
+	return verifier.InputInvalid
 }
 
 // stageState reads where stage k is: the agreed input (zero until the

@@ -100,6 +100,10 @@ type Provider struct {
 	bids    map[taskKey]*bidSecret
 	results map[taskKey]*resultSecret
 	running map[taskKey]bool
+	// checked: tasks whose input this provider reported and the
+	// validators found available: a second report is refused, so the
+	// provider fetches (from the validators too) and computes.
+	checked map[taskKey]bool
 	pipes   map[taskKey]*pipeTask
 	evals   map[[2]types.Hash]*he.Evaluator
 	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
@@ -144,7 +148,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		cfg: cfg, log: cfg.Logger, addr: ethcrypto.PubkeyToAddress(cfg.Key.PublicKey),
 		sender: node.NewSender(cfg.Chain, cfg.Key), access: cfg.Access,
 		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
-		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool),
+		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool), checked: make(map[taskKey]bool),
 		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
 	}
 	if p.access == nil {
@@ -437,6 +441,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 			r.CommitDeadline = max(r.CommitDeadline, e.CommitDeadline)
 		}
 		p.mu.Unlock()
+	case market.EventInputCheckOpened{}.EventType():
+		var e market.EventInputCheckOpened
+		if types.DecodeEvent(ev, &e) == nil {
+			p.inputCheckOpened(e)
+		}
+	case market.EventInputAvailable{}.EventType():
+		var e market.EventInputAvailable
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.inputAvailable(ctx, e) })
+		}
 	case market.EventJobCompleted{}.EventType():
 		var e market.EventJobCompleted
 		if types.DecodeEvent(ev, &e) == nil {
@@ -482,6 +496,11 @@ func (p *Provider) closeJob(job uint64) {
 	for k := range p.running {
 		if k.Job == job {
 			delete(p.running, k)
+		}
+	}
+	for k := range p.checked {
+		if k.Job == job {
+			delete(p.checked, k)
 		}
 	}
 	changed := n != len(p.bids)+len(p.results)
@@ -553,7 +572,7 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 func (p *Provider) cannotRun(j *chain.JobView) string {
 	p.mu.Lock()
 	class := p.class
-	_, haveModel := p.models[j.Model]
+	m, haveModel := p.models[j.Model]
 	p.mu.Unlock()
 	pipeline := j.Kind == market.KindPipeline
 	runtime := Runtime
@@ -577,6 +596,10 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 		return fmt.Sprintf("model %x is not served here", j.Model)
 	case !pipeline && j.MaxTokens == 0:
 		return "the job sets no token budget"
+	case !pipeline:
+		if why := contextFit(j.PromptTokens, j.MaxTokens, m.Options().ContextSize); why != "" {
+			return why
+		}
 	}
 	if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
 		return "requirement " + r + " is not met"
@@ -621,6 +644,8 @@ func (p *Provider) startTask(ctx context.Context, k taskKey, commitDeadline uint
 	p.spawn(func() {
 		if err := p.runTask(ctx, k, commitDeadline); errors.Is(err, errTaskClosed) {
 			p.log.Info("task closed before this provider committed", "job", k.Job, "stage", k.Stage, "reason", err)
+		} else if errors.Is(err, errInputReported) {
+			p.log.Info("waiting for the validators' input check", "job", k.Job, "stage", k.Stage, "report", err)
 		} else if err != nil {
 			p.log.Error("task failed", "job", k.Job, "stage", k.Stage, "err", err)
 			p.feeds.get(k.Job).push(streamMsg{Error: err.Error()})
@@ -641,14 +666,26 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
 	f := p.feeds.get(k.Job) // the client may ask for the stream already
 	t0 := time.Now()
-	in, err := p.fetchInput(ctx, j, commitDeadline)
+	checked := p.isChecked(k)
+	in, err := p.fetchInput(ctx, j, p.reportBy(commitDeadline, checked))
 	if err != nil {
-		return err
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case checked:
+			return err
+		case errors.Is(err, errInputInvalid):
+			return p.reportInput(ctx, k, verifier.InputInvalid, err)
+		}
+		return p.reportInput(ctx, k, verifier.InputUnavailable, err)
 	}
-	p.log.Info("fetched the prompt from the client", "job", k.Job, "took", time.Since(t0).Round(time.Millisecond))
+	p.log.Info("fetched the prompt", "job", k.Job, "took", time.Since(t0).Round(time.Millisecond))
 	m, err := p.model(j.Model)
 	if err != nil {
 		return err
+	}
+	if why := promptFits(m, j, in.Prompt); why != nil && !checked {
+		return p.reportInput(ctx, k, verifier.InputTooLong, why)
 	}
 	t1 := time.Now()
 	out, err := m.Generate(ctx, llm.Request{Prompt: in.Prompt, MaxTokens: int(j.MaxTokens)}, func(tok int, piece string) error {
@@ -720,25 +757,30 @@ func withoutEOG(m *llm.Model, toks []int) []int {
 }
 
 // fetchInput gets the job's prompt from its client, who dials the winners
-// once the award names them (or from whoever holds it); it gives up at the
-// commit deadline.
-func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, commitDeadline uint64) (*LLMInput, error) {
+// once the award names them (or from whoever holds it: after an input
+// check, the validators); it gives up once the chain has committed height
+// by. A blob that is not a prompt is errInputInvalid.
+func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, by uint64) (*LLMInput, error) {
 	if err := p.access.BindInput(j.Input, j); err != nil {
 		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
 	}
-	fctx, cancel := untilHeight(ctx, p.cfg.Chain, commitDeadline)
+	fctx, cancel := untilHeight(ctx, p.cfg.Chain, by)
 	defer cancel()
-	if err := fetchFromParties(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input); err != nil {
+	if err := fetchFromPartiesMax(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input, maxLLMInputBlob); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("the prompt of job %d, before the commit deadline %d: %w", j.ID, commitDeadline, err)
+		return nil, fmt.Errorf("the prompt of job %d, by height %d: %w", j.ID, by, err)
 	}
 	bz, err := p.cfg.Store.Get(j.Input)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeLLMInput(bz)
+	in, err := DecodeLLMInput(bz)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInputInvalid, err)
+	}
+	return in, nil
 }
 
 func (p *Provider) revealResult(ctx context.Context, k taskKey) {
@@ -764,6 +806,13 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 				case "executing":
 					p.mu.Lock()
 					r.CommitDeadline, r.Revealed = j.Tasks[k.Stage].CommitDeadline, false
+					p.mu.Unlock()
+					return
+				case "input_check":
+					// A co-provider reported the input: reveals wait for
+					// the validators (the task reopens or settles).
+					p.mu.Lock()
+					r.CommitDeadline, r.Revealed = max(r.CommitDeadline, j.Tasks[k.Stage].DisputeDeadline), false
 					p.mu.Unlock()
 					return
 				case "settled", "disputed":

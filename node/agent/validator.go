@@ -74,6 +74,10 @@ type Validator struct {
 	// Canary configures the canaries the agent posts (canary.go); with no
 	// Dir it posts none.
 	Canary CanaryConfig
+	// Access decides who may fetch the blobs the validator serves: the
+	// inputs of input checks it found available (to the task's
+	// providers). Run installs it on Host; nil is an in-memory one.
+	Access *Access
 
 	sender *node.Sender
 	models modelCache
@@ -102,6 +106,9 @@ type dispute struct {
 	Job      uint64
 	Stage    uint16
 	Deadline uint64 // the last height a vote is accepted at
+	// Input: an input check (input_check_opened), sealed until SealBy.
+	Input  bool
+	SealBy uint64
 }
 
 // Run follows the chain until ctx ends and votes on disputes. The block
@@ -116,6 +123,7 @@ func (v *Validator) Run(ctx context.Context) error {
 		return err
 	}
 	v.models.setMax(cmp0(v.MaxModels, DefaultValidatorModels))
+	v.serveInputs()
 	pool := newDisputePool(cmp0(v.Workers, DefaultValidatorWorkers), cmp0(v.Backlog, DefaultValidatorBacklog),
 		func(d dispute) { v.handle(ctx, d) })
 	for b := range blocks {
@@ -126,6 +134,7 @@ func (v *Validator) Run(ctx context.Context) error {
 					"hint", "raise the validator's workers or backlog")
 			}
 		}
+		v.queueInputChecks(pool, b.Events)
 	}
 	pool.close()
 	v.canaryWait()
@@ -178,6 +187,10 @@ func cmp0(n, def int) int {
 // committed the dispute's last voting height, after which a vote would be
 // refused.
 func (v *Validator) handle(ctx context.Context, d dispute) {
+	if d.Input {
+		v.handleInputCheck(ctx, d)
+		return
+	}
 	dctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
 	defer cancel()
 	err := v.check(dctx, ctx, d.Job, d.Stage)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
 
@@ -92,4 +93,24 @@ func (h *Host) FindHolders(ctx context.Context, hash types.Hash, max int) ([]pee
 		return nil, fmt.Errorf("cannot look up blob %x: %w", hash, err)
 	}
 	return out, nil
+}
+
+// FindPeer looks up peer id's addresses in the DHT and connects to it (at
+// once if already connected).
+func (h *Host) FindPeer(ctx context.Context, id peer.ID) error {
+	if h.h.Network().Connectedness(id) == network.Connected {
+		return nil
+	}
+	if err := h.waitRouting(ctx); err != nil {
+		return fmt.Errorf("cannot look up peer %s: %w", id, err)
+	}
+	ai, err := h.dht.FindPeer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("cannot look up peer %s: %w", id, err)
+	}
+	h.addAddrs(ai)
+	if err := h.h.Connect(ctx, ai); err != nil {
+		return fmt.Errorf("cannot connect to %s: %w", id, err)
+	}
+	return nil
 }
