@@ -61,6 +61,10 @@ type SlotView struct {
 	Revealed  bool          `json:"revealed"`
 	Result    *types.Hash   `json:"result,omitempty"`
 	NoShow    bool          `json:"no_show"`
+	// InputReport is why the provider reported its input ("" if it did
+	// not); Checked: its report was decided (the input is available).
+	InputReport string `json:"input_report,omitempty"`
+	Checked     bool   `json:"checked,omitempty"`
 }
 
 // VoteView is a validator's dispute vote.
@@ -209,7 +213,10 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 		tv := TaskView{Stage: s, Status: t.Status.String(), Price: j.Prices[s], CommitDeadline: t.CommitDeadline,
 			RevealDeadline: t.RevealDeadline, DisputeDeadline: t.DisputeDeadline, Verdict: t.Verdict, Backups: t.Backups}
 		for _, sl := range t.Slots {
-			sv := SlotView{Provider: sl.Provider, Committed: sl.Committed, Revealed: sl.Revealed, NoShow: sl.NoShow}
+			sv := SlotView{Provider: sl.Provider, Committed: sl.Committed, Revealed: sl.Revealed, NoShow: sl.NoShow, Checked: sl.Checked}
+			if sl.InputReport != 0 {
+				sv.InputReport = verifier.InputReasonName(sl.InputReport)
+			}
 			if sl.Revealed {
 				res := sl.Result
 				sv.Result = &res
