@@ -17,7 +17,6 @@ import (
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 
-	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -54,11 +53,10 @@ import (
 //   - The known answer. Before posting, the validator generates the
 //     greedy answer in the job's determinism class with its own model
 //     cache (the path the dispute check takes) and hashes it exactly as a
-//     provider does (LLMOutput{job, tokens, text}). The output names the
-//     job id, which the chain assigns at the post: the validator predicts
-//     it (the chain's next job id) and posts at once; if another job took
-//     that id first the seal commits to a wrong answer and the canary is
-//     void (it runs as a plain job, and is never claimed).
+//     provider does (LLMOutput{input, tokens, text}). The output names
+//     the job's input hash, which the validator chose, not the job id the
+//     chain assigns at the post, so the seal is right whatever id the
+//     canary gets.
 //   - The seal is verifier.CanarySeal(operator, [CanaryStageHash(answer,
 //     salt)]). Salt and answer are kept in Dir, so a restart can claim.
 //   - The claim. When a canary's task confirms (task_confirming) on a
@@ -119,12 +117,13 @@ type CanaryStatus struct {
 	Input  types.Hash    `json:"input"`
 	Posted int64         `json:"posted"`
 	// Answer is the known result hash (the LLMOutput of the greedy
-	// re-generation, for the predicted job id).
+	// re-generation for the canary's input).
 	Answer      types.Hash   `json:"answer"`
 	Salt        types.Hash   `json:"salt"`
 	StageHashes []types.Hash `json:"stage_hashes"`
 	Seal        types.Hash   `json:"seal"`
-	// Void: the job got another id than the one its answer names.
+	// Void: never set since outputs name the input, not the job id; kept
+	// so canary files written before still read.
 	Void bool `json:"void,omitempty"`
 	// Claimed: MsgRevealCanary was accepted.
 	Claimed bool `json:"claimed,omitempty"`
@@ -156,7 +155,7 @@ type canaries struct {
 	funding bool
 	queue   chan node.BlockEvents
 	wg      sync.WaitGroup
-	postMu  sync.Mutex // one post at a time: the job id is predicted
+	postMu  sync.Mutex // one post at a time (the shells' nonces)
 }
 
 type drawnCanary struct {
@@ -617,13 +616,7 @@ func (cs *canaries) post(ctx context.Context, source uint64, seed types.Hash) (u
 	}
 	rec := &CanaryStatus{Source: source, Shell: cl.Address(), Prompt: prompt, Input: inHash}
 	cs.postMu.Lock()
-	id, err := nextJobID(ctx, v.Chain)
-	if err != nil {
-		cs.postMu.Unlock()
-		_ = h.Close()
-		return 0, err
-	}
-	res := &LLMOutput{Version: 1, Job: id, Tokens: out.Tokens, Text: out.Text}
+	res := &LLMOutput{Version: LLMOutputVersion, Input: inHash, Tokens: out.Tokens, Text: out.Text}
 	rec.Answer = res.Hash()
 	if _, err := rand.Read(rec.Salt[:]); err != nil {
 		cs.postMu.Unlock()
@@ -649,16 +642,12 @@ func (cs *canaries) post(ctx context.Context, source uint64, seed types.Hash) (u
 		return 0, err
 	}
 	cs.mu.Lock()
-	rec.Job, rec.Posted, rec.Void = posted.Job, height, posted.Job != id
+	rec.Job, rec.Posted = posted.Job, height
 	cs.st.LastPost = height
 	cs.saveLocked()
 	snap := *rec
 	cs.mu.Unlock()
-	if snap.Void {
-		v.Logger.Warn("canary void: another job took the predicted id, so its seal names a wrong answer; it runs as a plain job", "job", posted.Job, "predicted", id)
-	} else {
-		v.Logger.Info("posted a canary", "job", posted.Job, "source", source, "shell", snap.Shell.Hex())
-	}
+	v.Logger.Info("posted a canary", "job", posted.Job, "source", source, "shell", snap.Shell.Hex())
 	cs.serve(ctx, cl, &snap, height)
 	return posted.Job, nil
 }
@@ -830,22 +819,6 @@ func canaryPrompt(m *llm.Model, seed types.Hash, tokens uint64) (string, error) 
 		}
 	}
 	return prompt, nil
-}
-
-// nextJobID is the id the chain gives the next job (as of the last block).
-func nextJobID(ctx context.Context, c *node.Client) (uint64, error) {
-	res, err := c.Query(ctx, chain.QueryStore, market.NextJobKey(), 0, false)
-	if err != nil {
-		return 0, err
-	}
-	if len(res.Value) != 8 {
-		return 1, nil
-	}
-	id := binary.BigEndian.Uint64(res.Value)
-	if id == 0 {
-		id = 1
-	}
-	return id, nil
 }
 
 // lockOf is what posting m locks: stages × redundancy × max price and

@@ -410,8 +410,8 @@ func (c *Client) FetchText(ctx context.Context, id uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if o.Job != id {
-		return "", fmt.Errorf("output %x is for job %d, not %d", want, o.Job, id)
+	if o.Input != j.Input {
+		return "", fmt.Errorf("output %x answers input %x, job %d's input is %x", want, o.Input[:8], id, j.Input[:8])
 	}
 	return o.Text, nil
 }

@@ -62,15 +62,23 @@ func DecodeLLMInput(bz []byte) (*LLMInput, error) {
 // LLMOutput is a provider's result blob for an inference job. Its sha256
 // is the result hash committed on chain, so honest replicas (same tokens)
 // commit the same hash and a validator can fetch the blob by that hash.
+//
+// It names the job's input (the prompt blob's hash), not the job id:
+// whoever posts a job knows its input before the chain picks its id, so a
+// validator can seal a canary's known answer at posting time without
+// guessing the id it will get (version 1 named the id).
 type LLMOutput struct {
-	Version int    `json:"version"`
-	Job     uint64 `json:"job"`
+	Version int        `json:"version"`
+	Input   types.Hash `json:"input"`
 	// Tokens are the generated token ids; the last is the end-of-generation
 	// token if generation stopped on one.
 	Tokens []int `json:"tokens"`
 	// Text is the detokenized output (end-of-generation piece excluded).
 	Text string `json:"text"`
 }
+
+// LLMOutputVersion is the output format this node writes and reads.
+const LLMOutputVersion = 2
 
 // Encode returns the canonical bytes.
 func (o *LLMOutput) Encode() []byte {
@@ -93,8 +101,8 @@ func DecodeLLMOutput(bz []byte) (*LLMOutput, error) {
 	if err := strictJSON(bz, &o); err != nil {
 		return nil, fmt.Errorf("job output: %w", err)
 	}
-	if o.Version != 1 {
-		return nil, fmt.Errorf("job output: version %d, this node reads version 1", o.Version)
+	if o.Version != LLMOutputVersion {
+		return nil, fmt.Errorf("job output: version %d, this node reads version %d", o.Version, LLMOutputVersion)
 	}
 	if !bytes.Equal(o.Encode(), bz) {
 		return nil, fmt.Errorf("job output: not in canonical form")

@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/ogpu-network/ogpu/types"
 )
 
 func TestLLMInputCodec(t *testing.T) {
@@ -28,18 +30,19 @@ func TestLLMInputCodec(t *testing.T) {
 }
 
 func TestLLMOutputCodec(t *testing.T) {
-	o := &LLMOutput{Version: 1, Job: 7, Tokens: []int{1, 2, 3}, Text: "a b"}
+	in := types.Hash{7}
+	o := &LLMOutput{Version: LLMOutputVersion, Input: in, Tokens: []int{1, 2, 3}, Text: "a b"}
 	got, err := DecodeLLMOutput(o.Encode())
-	if err != nil || got.Job != 7 || len(got.Tokens) != 3 {
+	if err != nil || got.Input != in || len(got.Tokens) != 3 {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
-	if o.Hash() != (&LLMOutput{Version: 1, Job: 7, Tokens: []int{1, 2, 3}, Text: "a b"}).Hash() {
+	if o.Hash() != (&LLMOutput{Version: LLMOutputVersion, Input: in, Tokens: []int{1, 2, 3}, Text: "a b"}).Hash() {
 		t.Fatal("equal outputs hash differently")
 	}
-	if o.Hash() == (&LLMOutput{Version: 1, Job: 7, Tokens: []int{1, 2, 4}, Text: "a b"}).Hash() {
+	if o.Hash() == (&LLMOutput{Version: LLMOutputVersion, Input: in, Tokens: []int{1, 2, 4}, Text: "a b"}).Hash() {
 		t.Fatal("a changed token keeps the hash")
 	}
-	for _, bz := range []string{`{"version":1,"job":7,"tokens":[1],"text":"a","x":1}`, `{"job":7,"version":1,"tokens":[1],"text":"a"}`, `{"version":3}`, `[]`} {
+	for _, bz := range []string{`{"version":1,"job":7,"tokens":[1],"text":"a"}`, `{"version":2,"input":"0x0700000000000000000000000000000000000000000000000000000000000000","tokens":[1],"text":"a","x":1}`, `{"version":3}`, `[]`} {
 		if _, err := DecodeLLMOutput([]byte(bz)); err == nil {
 			t.Errorf("%s decoded", bz)
 		}

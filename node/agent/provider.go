@@ -699,7 +699,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	took := time.Since(t1)
 	p.log.Info("generated", "job", k.Job, "tokens", len(out.Tokens), "took", took.Round(time.Microsecond),
 		"tokens_per_second", int(float64(len(out.Tokens))/took.Seconds()))
-	res := &LLMOutput{Version: 1, Job: k.Job, Tokens: out.Tokens, Text: out.Text}
+	res := &LLMOutput{Version: LLMOutputVersion, Input: j.Input, Tokens: out.Tokens, Text: out.Text}
 	if p.cfg.Lie && len(res.Tokens) > 0 {
 		i := len(res.Tokens) / 2
 		res.Tokens[i] = (res.Tokens[i] + 1) % m.NumVocab()

@@ -361,7 +361,7 @@ func (v *Validator) reexecuteLLM(ctx context.Context, j *chain.JobView, stage in
 	if err != nil {
 		return types.Hash{}, fmt.Errorf("re-generate job %d: %w", j.ID, err)
 	}
-	res := &LLMOutput{Version: 1, Job: j.ID, Tokens: out.Tokens, Text: out.Text}
+	res := &LLMOutput{Version: LLMOutputVersion, Input: j.Input, Tokens: out.Tokens, Text: out.Text}
 	return res.Hash(), nil
 }
 

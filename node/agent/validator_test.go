@@ -375,7 +375,11 @@ func (n *testNet) scriptedLLMJob(class, prompt string, maxTokens uint64) (job ui
 // output stores LLM output tokens for job in s's store and returns its
 // result hash.
 func (s *scripted) output(m *llm.Model, job uint64, tokens []int) types.Hash {
-	o := &LLMOutput{Version: 1, Job: job, Tokens: tokens, Text: m.Detokenize(withoutEOG(m, tokens))}
+	j, err := s.n.c.Job(s.n.ctx, job)
+	if err != nil {
+		s.n.t.Fatal(err)
+	}
+	o := &LLMOutput{Version: LLMOutputVersion, Input: j.Input, Tokens: tokens, Text: m.Detokenize(withoutEOG(m, tokens))}
 	return s.put(o.Encode())
 }
 
@@ -401,7 +405,11 @@ func TestM4BothWrongBothSlashed(t *testing.T) {
 		return toks
 	}
 	r1, r2 := mal1.output(m, job, wrong(3)), mal2.output(m, job, wrong(5))
-	truth := (&LLMOutput{Version: 1, Job: job, Tokens: out.Tokens, Text: out.Text}).Hash()
+	jv, err := n.c.Job(n.ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := (&LLMOutput{Version: LLMOutputVersion, Input: jv.Input, Tokens: out.Tokens, Text: out.Text}).Hash()
 	n.dispute(job, mal1, mal2, r1, r2)
 	j := n.waitJob(job, "settled", func(j *chain.JobView) bool { return j.Tasks[0].Status == "settled" })
 	if j.Tasks[0].Verdict != truth {
