@@ -32,7 +32,7 @@ const (
 	testRevealBlocks  = 40
 	testExecuteBlocks = 40
 	testVerifyBlocks  = 40
-	testDisputeBlocks = 40
+	testDisputeBlocks = 150 // votes are sealed for the first half
 )
 
 type marketEnv struct {
@@ -427,18 +427,20 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	if j.Tasks[0].Status != "disputed" || j.Tasks[0].DisputeDeadline == 0 {
 		t.Fatalf("task: %+v", j.Tasks[0])
 	}
+	// Seal first (the sealing phase is half the dispute window), then the
+	// refusals, then open.
+	_, err := e.fails("tx", "dispute", "open", job, "0", "--from", "validator")
+	errContains(t, "open before sealing", err, "seal one with `ogpu tx dispute vote`")
+	mustContain(t, "seal", e.ok("tx", "dispute", "vote", job, "0", truth, "--from", "validator"), "sealed a vote for "+truth)
 	mustContain(t, "job text", e.ok("query", "job", job), "stage 0: disputed", "votes until", "revealed result "+truth, "revealed result "+lie)
 
-	_, err := e.fails("tx", "dispute", "vote", job, "0", truth, "--from", "client")
+	_, err = e.fails("tx", "dispute", "vote", job, "0", truth, "--from", "client")
 	errContains(t, "vote by a non-validator", err, "is not in the voter set")
 	_, err = e.fails("tx", "dispute", "vote", job, "1", truth, "--from", "validator")
 	errContains(t, "vote on a wrong stage", err, "not 1")
 
 	clientBefore, burnedBefore := e.balance("client"), e.supply().Burned
 	p1Before := e.balance("p1")
-	_, err = e.fails("tx", "dispute", "open", job, "0", "--from", "validator")
-	errContains(t, "open before sealing", err, "seal one with `ogpu tx dispute vote`")
-	mustContain(t, "seal", e.ok("tx", "dispute", "vote", job, "0", truth, "--from", "validator"), "sealed a vote for "+truth)
 	out := e.ok("tx", "dispute", "open", job, "0", "--from", "validator")
 	mustContain(t, "vote", out, "the stage settled verdict on "+truth)
 
