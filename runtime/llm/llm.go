@@ -115,6 +115,9 @@ func Load(path string, o Options) (*Model, error) {
 	if err := initBackend(); err != nil {
 		return nil, err
 	}
+	if err := CheckCPU(); err != nil {
+		return nil, err
+	}
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	takeLogErrors()
