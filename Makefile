@@ -4,6 +4,20 @@ BIN       ?= bin
 # Packages with goroutines of their own: run under the race detector.
 RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
+# LEVEL is the x86-64 micro-architecture level llama.cpp's ggml (runtime/llm)
+# is compiled for: x86-64 (ollama's stock build: -O3, no SIMD beyond SSE2),
+# x86-64-v2, x86-64-v3 (AVX2, FMA, F16C, BMI2), x86-64-v4 (AVX-512) or
+# native. A binary refuses to load a model on a CPU without its level
+# (llm.CheckCPU), and the compiled features are part of the determinism
+# class. The default stays x86-64 until the x86-64-v3 build is shown
+# deterministic: two models generating at once in one process disagreed in
+# 2 of 14 runs of TestC1ValidatorPostsCanaryCatchesCartel built for v3
+# (0 of 8 stock); see docs/benchmarks.md "llama.cpp build level".
+LEVEL     ?= x86-64
+ifneq ($(LEVEL),x86-64)
+export CGO_CFLAGS   := -O3 -march=$(LEVEL)
+export CGO_CXXFLAGS := -O3 -march=$(LEVEL)
+endif
 
 .PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean
 
@@ -72,6 +86,10 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
+
+# Tokens/s of the LEVEL build against -march=native, alternating in one run.
+bench-level:
+	scripts/bench-level.sh $(LEVEL)
 
 devnet:
 	$(GO) run ./cmd/ogpud devnet
