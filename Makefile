@@ -9,10 +9,10 @@ FUZZTIME  ?= 30s
 # x86-64-v2, x86-64-v3 (AVX2, FMA, F16C, BMI2), x86-64-v4 (AVX-512) or
 # native. A binary refuses to load a model on a CPU without its level
 # (llm.CheckCPU), and the compiled features are part of the determinism
-# class. The default stays x86-64 until the x86-64-v3 build is shown
-# deterministic: two models generating at once in one process disagreed in
-# 2 of 14 runs of TestC1ValidatorPostsCanaryCatchesCartel built for v3
-# (0 of 8 stock); see docs/benchmarks.md "llama.cpp build level".
+# class. The default stays x86-64 until the whole suite has run under
+# x86-64-v3: its concurrent decodes gave different tokens until runtime/llm
+# serialized decodes process-wide; see docs/benchmarks.md "llama.cpp build
+# level".
 LEVEL     ?= x86-64
 ifneq ($(LEVEL),x86-64)
 export CGO_CFLAGS   := -O3 -march=$(LEVEL)

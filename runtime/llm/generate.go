@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ollama/ollama/llama"
@@ -192,7 +193,7 @@ func (m *Model) generate(ctx context.Context, req Request, emit func(int, string
 		}
 		m.batch.Clear()
 		m.batch.Add(tok, nil, pos, true, 0)
-		if err := m.lctx.Decode(m.batch); err != nil {
+		if err := m.decodeBatch(); err != nil {
 			out.Text = string(text)
 			return out, fmt.Errorf("cannot decode token %d at position %d: %w", tok, pos, err)
 		}
@@ -210,7 +211,7 @@ func (m *Model) decodePrompt(tokens []int) (int, error) {
 		for i := start; i < end; i++ {
 			m.batch.Add(tokens[i], nil, i, i == len(tokens)-1, 0)
 		}
-		if err := m.lctx.Decode(m.batch); err != nil {
+		if err := m.decodeBatch(); err != nil {
 			return 0, fmt.Errorf("cannot decode the prompt at positions %d..%d: %w", start, end-1, err)
 		}
 	}
@@ -332,7 +333,7 @@ func (m *Model) Verify(ctx context.Context, promptTokens, claimed []int, maxToke
 		for p := start; p < stop; p++ {
 			m.batch.Add(token(p), nil, p, p >= first, 0)
 		}
-		if err := m.lctx.Decode(m.batch); err != nil {
+		if err := m.decodeBatch(); err != nil {
 			return nil, fmt.Errorf("cannot decode positions %d..%d: %w", start, stop-1, err)
 		}
 		for p := max(start, first); p < stop; p++ {
@@ -423,4 +424,19 @@ func (m *Model) NextLogits(ctx context.Context, tokens []int) ([]float32, error)
 		return nil, err
 	}
 	return slices.Clone(logits), nil
+}
+
+// decodeMu serializes llama.cpp decodes across every model of the process.
+// Built with SIMD (LEVEL=x86-64-v3), two models decoding at once in one
+// process gave different tokens (TestConcurrentGenerationDeterministic
+// failed in its second round, every run; it passes with decodes
+// serialized): some ggml CPU state is shared between contexts. Replicas
+// must be bit-identical, so one decode runs at a time; a decode uses all
+// of its model's threads anyway.
+var decodeMu sync.Mutex
+
+func (m *Model) decodeBatch() error {
+	decodeMu.Lock()
+	defer decodeMu.Unlock()
+	return m.lctx.Decode(m.batch)
 }
