@@ -21,6 +21,8 @@ type Tree struct {
 	db   iavldb.DB
 	tree *iavl.MutableTree
 	mu   sync.RWMutex // guards the saved versions
+	// closed: Close ran; readers of saved versions get nothing.
+	closed bool
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -73,6 +75,9 @@ func (t *Tree) Hash() []byte {
 func (t *Tree) Latest() (int64, []byte) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.closed {
+		return 0, nil
+	}
 	return t.tree.Version(), t.tree.Hash()
 }
 
@@ -156,6 +161,9 @@ var ErrVersionNotFound = errors.New("version not found")
 func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
 	if v <= 0 {
 		v = t.tree.Version()
 	}
@@ -220,7 +228,18 @@ func VerifyProof(proof *ics23.CommitmentProof, root, key, value []byte) bool {
 	return ics23.VerifyMembership(ics23.IavlSpec, root, proof, key, value)
 }
 
-// Close closes the database.
+// Close closes the database. It waits for reads of saved versions in
+// progress (a late Info or Query while a node shuts down), and later ones
+// see version 0 or ErrClosed.
 func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
 	return errors.Join(t.tree.Close(), t.db.Close())
 }
+
+// ErrClosed is returned for a snapshot of a closed tree.
+var ErrClosed = errors.New("the state database is closed")
