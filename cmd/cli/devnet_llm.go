@@ -406,7 +406,7 @@ func (d *devnet) pipelineRound(ctx context.Context, client *agent.Client, report
 	fmt.Fprintf(w, "alice: ogpu job run --kind pipeline --model model.json --input x.json   (x = test example %d, true class %d %s)\n", k, label, example.Labels[label])
 	job := agent.PipelineJob{Model: m, Key: sk, EvalKeys: ekb, Input: x, Redundancy: 2, MaxPrice: types.OGPU(1),
 		Req:     market.Requirements{MinStake: types.OGPU(100)},
-		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 60, Verify: 10}}
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 120, Verify: 10}}
 	res, err := client.RunPipeline(ctx, job, func(f string, a ...any) {
 		fmt.Fprintln(w, "-> "+names.Replace(fmt.Sprintf(f, a...)))
 	})
