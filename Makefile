@@ -33,8 +33,13 @@ test: lint unit race wordsize bench-smoke
 unit:
 	$(GO) test -count=1 ./...
 
+# TestDevnet runs in unit and as make devnet, not here: under the race
+# detector with every package testing in parallel on a 2-core machine, its
+# pipeline round's 52 MB key fetch and the validator's input check outran
+# their windows (the chain then refunds: no_input), a load outcome, not a
+# race; its agents' code is raced by the node/agent tests.
 race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 -skip '^TestDevnet$$' $(RACE_PKGS)
 
 # CKKS evaluation is only deterministic on 64-bit builds: he refuses to
 # compile for 32-bit ones. Checked by building (never running) a GOARCH=386
