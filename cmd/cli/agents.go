@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
@@ -39,48 +37,6 @@ func addP2PFlags(cmd *cobra.Command, listen []string) {
 	f.StringArray("bootstrap", nil, "libp2p peer to join the DHT through, /ip4/…/p2p/ID (repeatable; registered providers are always used)")
 }
 
-// maxChainBootstrap bounds the providers an agent bootstraps through.
-const maxChainBootstrap = 8
-
-// chainBootstrap lists the addresses of registered providers that have
-// something at stake: the chain is the network's bootstrap list. Only
-// providers with at least the minimum provider stake bonded, not jailed
-// and not tombstoned count (registering costs nothing, so records without
-// stake could fill every new agent's view of the network), the
-// maxChainBootstrap with the most stake bonded (ties: the lower address).
-func chainBootstrap(ctx context.Context, c *node.Client, self string) []string {
-	provs, err := c.Providers(ctx)
-	if err != nil {
-		return nil
-	}
-	params, err := c.Params(ctx)
-	if err != nil || params.Staking.MinProviderStake == nil {
-		return nil
-	}
-	var staked []chain.ProviderView
-	for _, p := range provs {
-		if p.Provider == nil || p.PeerID == self || p.Tombstoned || p.Jailed || p.Bonded == nil || p.Bonded.Lt(params.Staking.MinProviderStake) {
-			continue
-		}
-		staked = append(staked, p)
-	}
-	slices.SortFunc(staked, func(a, b chain.ProviderView) int {
-		if c := b.Bonded.Cmp(a.Bonded); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.Address[:], b.Address[:])
-	})
-	var out []string
-	for _, p := range staked[:min(len(staked), maxChainBootstrap)] {
-		for _, a := range p.Addrs {
-			if strings.Contains(a, "/p2p/") {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
 // openHost starts a libp2p host with key, a blob store under dir and the
 // bootstrap peers from the flags and the chain.
 // A nil listen takes --listen.
@@ -97,7 +53,7 @@ func openHost(ctx context.Context, cmd *cobra.Command, c *node.Client, key *ecds
 	if err != nil {
 		return nil, nil, err
 	}
-	boot = append(boot, chainBootstrap(ctx, c, self.String())...)
+	boot = append(boot, agent.ChainBootstrap(ctx, c, self.String())...)
 	h, err := p2p.New(ctx, p2p.Config{Key: key, Listen: listen, Bootstrap: boot, Store: store, Authorize: access.Authorize, Logger: logger})
 	if err != nil {
 		return nil, nil, err

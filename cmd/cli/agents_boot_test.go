@@ -9,6 +9,7 @@ import (
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/node/p2p"
 )
 
@@ -37,7 +38,7 @@ func TestL4BootstrapOnlyStakedProviders(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got := chainBootstrap(ctx, e.c, "")
+	got := agent.ChainBootstrap(ctx, e.c, "")
 	t.Logf("bootstrap peers from the chain: %v", got)
 	if !slices.Equal(got, []string{addrOf["p1"]}) {
 		t.Fatalf("bootstrap peers %v, want only the staked provider p1 %s (p2 has no stake, p3 less than the minimum)", got, addrOf["p1"])
