@@ -59,14 +59,10 @@ func (k *Keeper) RevealResult(from types.Address, m *verifier.MsgRevealResult) e
 // validators check the input (TaskInputCheck). A slot whose report was
 // already checked (the input was found available) cannot report again.
 func (k *Keeper) ReportInput(from types.Address, m *verifier.MsgReportInput) error {
-	j, err := k.job(m.Job)
+	j, t, ok, err := k.jobTask(m.Job, m.Stage)
 	if err != nil {
 		return err
 	}
-	if err := k.checkStage(j, m.Stage); err != nil {
-		return err
-	}
-	t, ok := k.ver.GetTask(j.ID, m.Stage)
 	if !ok {
 		return types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", j.ID, m.Stage)
 	}
@@ -92,6 +88,20 @@ func (k *Keeper) ReportInput(from types.Address, m *verifier.MsgReportInput) err
 		k.openVote(j, m.Stage, t, verifier.TaskInputCheck, nil)
 	}
 	return nil
+}
+
+// jobTask reads a job and one stage's task (ok false: not awarded),
+// refusing an unknown job or a stage it does not have.
+func (k *Keeper) jobTask(id uint64, stage uint16) (*Job, *verifier.Task, bool, error) {
+	j, err := k.job(id)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if err := k.checkStage(j, stage); err != nil {
+		return nil, nil, false, err
+	}
+	t, ok := k.ver.GetTask(j.ID, stage)
+	return j, t, ok, nil
 }
 
 // allAnswered reports whether every live slot has committed or reported,
@@ -120,14 +130,10 @@ func allAnswered(t *verifier.Task) bool {
 // validator (bonded, unjailed, with power) can make the claim, and slash
 // compensation of a canary job is burned.
 func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) error {
-	j, err := k.job(m.Job)
+	j, t, ok, err := k.jobTask(m.Job, m.Stage)
 	if err != nil {
 		return err
 	}
-	if err := k.checkStage(j, m.Stage); err != nil {
-		return err
-	}
-	t, ok := k.ver.GetTask(j.ID, m.Stage)
 	switch {
 	case len(m.StageHashes) != int(j.Stages):
 		return types.ErrInvalidMsg.Wrapf("job %d has %d stages, the reveal gives %d stage hashes", j.ID, j.Stages, len(m.StageHashes))
@@ -222,14 +228,10 @@ func (k *Keeper) openVote(j *Job, stage uint16, t *verifier.Task, status verifie
 
 // CommitVote seals an active validator's vote on a dispute or input check.
 func (k *Keeper) CommitVote(from types.Address, m *verifier.MsgCommitVote) error {
-	j, err := k.job(m.Job)
+	j, t, ok, err := k.jobTask(m.Job, m.Stage)
 	if err != nil {
 		return err
 	}
-	if err := k.checkStage(j, m.Stage); err != nil {
-		return err
-	}
-	t, ok := k.ver.GetTask(j.ID, m.Stage)
 	if ok && t.Status.Voting() && k.ver.VoterPower(j.ID, m.Stage, from) == 0 {
 		return types.ErrUnauthorized.Wrapf("%s is not in the voter set of job %d stage %d: the active validators when the vote opened vote", from, j.ID, m.Stage)
 	}
@@ -250,14 +252,10 @@ func (k *Keeper) CommitVote(from types.Address, m *verifier.MsgCommitVote) error
 // has sealed or the sealing phase is over. When every sealed vote is open
 // the vote ends at once; otherwise at the dispute deadline.
 func (k *Keeper) VoteDispute(from types.Address, m *verifier.MsgVoteDispute) error {
-	j, err := k.job(m.Job)
+	j, t, ok, err := k.jobTask(m.Job, m.Stage)
 	if err != nil {
 		return err
 	}
-	if err := k.checkStage(j, m.Stage); err != nil {
-		return err
-	}
-	t, ok := k.ver.GetTask(j.ID, m.Stage)
 	switch {
 	case !ok || !t.Status.Voting():
 		return types.ErrWrongPhase.Wrapf("job %d stage %d is not in dispute or input check", j.ID, m.Stage)
