@@ -888,11 +888,7 @@ func newBidCmd() *cobra.Command {
 		Short: "Place a sealed bid of PRICE on a job's stage; the salt and price are saved under the wallet home for the reveal",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1090,11 +1086,7 @@ func newClaimCmd() *cobra.Command {
 		Short: "Claim a task of a pool-mode job at its fixed reward",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1173,11 +1165,7 @@ func newResultCommitCmd() *cobra.Command {
 		Short: "Commit to RESULT_HASH for an assigned stage; the salt is saved under the wallet home for the reveal",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1266,11 +1254,7 @@ func newResultRevealCmd() *cobra.Command {
 		Short: "Reveal the result --from committed for a stage, from the saved salt",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1353,11 +1337,7 @@ the salt is saved under the wallet home. Open it with ` + "`ogpu tx dispute open
 once every active validator has sealed or the sealing phase is over.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1408,11 +1388,7 @@ once every active validator has sealed or the sealing phase is over.`,
 		Short: "Open the vote you sealed on a disputed stage or input check",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			stage, err := parseStage(args[1])
+			id, stage, err := parseJobStage(args)
 			if err != nil {
 				return err
 			}
@@ -1516,4 +1492,14 @@ vote rejects costs the validator fraud_slash_bps of its stake.`,
 	addSignFlags(reveal)
 	cmd.AddCommand(reveal)
 	return cmd
+}
+
+// parseJobStage reads the JOB STAGE arguments of a command.
+func parseJobStage(args []string) (uint64, uint16, error) {
+	id, err := parseJobID(args[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	stage, err := parseStage(args[1])
+	return id, stage, err
 }
