@@ -84,8 +84,11 @@ func (s Sampler) params() llama.SamplingParams {
 // tokens. The backend is "cuda" (the GPU backend's name) when layers are
 // offloaded to a GPU, else "cpu", followed by "+avx2+fma"-style features when
 // ggml was compiled with SIMD flags beyond the stock build's.
-func (m *Model) Class(s Sampler) string {
-	return fmt.Sprintf("%s/%s/%s/t%d/b%d/%s", Version, m.backend, runtime.GOARCH, m.opts.Threads, m.opts.BatchSize, s)
+func (m *Model) Class(s Sampler) string { return classOf(m.backend, m.opts, s) }
+
+// classOf is the determinism class of runs on backend with options o.
+func classOf(backend string, o Options, s Sampler) string {
+	return fmt.Sprintf("%s/%s/%s/t%d/b%d/%s", Version, backend, runtime.GOARCH, o.Threads, o.BatchSize, s)
 }
 
 // Request is one generation.

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -107,6 +108,7 @@ type ggufReader struct {
 	r    *bufio.Reader
 	off  uint64
 	size uint64
+	rec  *bytes.Buffer // when set, every byte read or skipped is appended
 }
 
 func (g *ggufReader) left() uint64 { return g.size - g.off }
@@ -123,12 +125,19 @@ func (g *ggufReader) read(n int) ([]byte, error) {
 		return nil, err
 	}
 	g.off += uint64(n)
+	if g.rec != nil {
+		g.rec.Write(b)
+	}
 	return b, nil
 }
 
 func (g *ggufReader) skip(n uint64) error {
 	if n > g.left() {
 		return errTruncated
+	}
+	if g.rec != nil {
+		_, err := g.read(int(n))
+		return err
 	}
 	if _, err := g.r.Discard(int(n)); err != nil {
 		if errors.Is(err, io.EOF) {
