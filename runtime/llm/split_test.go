@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -339,5 +340,82 @@ func TestStageForwardRefusals(t *testing.T) {
 	}
 	if ls.Next() != 2 || fs.Next() != 2 {
 		t.Fatalf("sessions at %d and %d, want 2", fs.Next(), ls.Next())
+	}
+}
+
+// TestSplitManifest: a manifest names the slices; a slice whose hash does
+// not match, and manifests with overlapping or missing layers, are refused.
+func TestSplitManifest(t *testing.T) {
+	whole, err := Inspect(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := splitModel(t, 2, 4)
+	m := NewSplitManifest(whole, files)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "m.json")
+	if err := m.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSplitManifest(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(back) != fmt.Sprint(m) {
+		t.Fatalf("read back %+v, wrote %+v", back, m)
+	}
+	for i, f := range files {
+		if _, err := m.CheckSlice(f.Path, i); err != nil {
+			t.Fatalf("stage %d: %v", i, err)
+		}
+	}
+	// Stage 1's file offered as stage 2, and a tampered slice.
+	if _, err := m.CheckSlice(files[1].Path, 2); !errors.Is(err, ErrSliceMismatch) {
+		t.Fatalf("wrong stage: %v", err)
+	}
+	data, _ := os.ReadFile(files[1].Path)
+	data[len(data)-1] ^= 1
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	os.WriteFile(bad, data, 0o644)
+	if _, err := m.CheckSlice(bad, 1); !errors.Is(err, ErrSliceMismatch) || !strings.Contains(err.Error(), "download it again") {
+		t.Fatalf("tampered slice: %v", err)
+	}
+
+	for _, c := range []struct {
+		edit func(m *SplitManifest)
+		want string
+	}{
+		{func(m *SplitManifest) { m.Stages[1].From = 1 }, "overlaps"},
+		{func(m *SplitManifest) { m.Stages[1].From = 3 }, "layers 2..2 are missing"},
+		{func(m *SplitManifest) { m.Stages = m.Stages[:2] }, "layers 4..4 are missing"},
+		{func(m *SplitManifest) { m.Stages[2].Slice = m.Stages[0].Slice }, "same slice"},
+		{func(m *SplitManifest) { m.Stages[0].Slice = "abc" }, "not a 64-digit"},
+		{func(m *SplitManifest) { m.Architecture = "gemma" }, "not proven exact"},
+		{func(m *SplitManifest) { m.Version = 2 }, "version 2"},
+		{func(m *SplitManifest) { m.Class = "other" }, "class"},
+	} {
+		mm := *m
+		mm.Stages = slices.Clone(m.Stages)
+		c.edit(&mm)
+		if err := mm.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.want, err)
+		}
+	}
+	raw, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(raw, []byte(`"version"`), []byte(`"surprise": 1, "version"`), 1), 0o644)
+	if _, err := ReadSplitManifest(p); err == nil || !strings.Contains(err.Error(), "unknown field") {
+		t.Fatalf("unknown field: %v", err)
+	}
+
+	// Memory: each stage needs less than the whole, and the stages'
+	// weights add up to about the whole's (placeholders aside).
+	full := EstimateStageMemory(whole, LayerRange{0, whole.Layers, whole.Layers}, 512, 512)
+	for _, f := range files {
+		sm := EstimateStageMemory(whole, f.Range, 512, 512)
+		if sm.Total >= full.Total || sm.Weights == 0 {
+			t.Fatalf("stage %v: %+v, whole %+v", f.Range, sm, full)
+		}
 	}
 }
