@@ -527,8 +527,8 @@ func newHEInspectCmd() *cobra.Command {
 // ---- ogpu model
 
 func newModelCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "model", Short: "Pipeline models: train the example classifier, inspect a model file"}
-	cmd.AddCommand(newModelTrainExampleCmd(), newModelInspectCmd())
+	cmd := &cobra.Command{Use: "model", Short: "Models: inspect a GGUF LLM or a pipeline model, split an LLM by layers, train the example classifier"}
+	cmd.AddCommand(newModelTrainExampleCmd(), newModelInspectCmd(), newModelSplitCmd())
 	return cmd
 }
 
@@ -636,15 +636,23 @@ func (o *ModelOutput) print(w io.Writer) {
 }
 
 func newModelInspectCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "inspect FILE",
-		Short: "Describe a pipeline model: hash, preset, stages, depth, and whether it fits its preset",
-		Long: `Describe a pipeline model file: its sha256 (its identity on the network),
-preset, stages with their shapes, activations and depths, and whether it fits
-the preset's depth. A model that does not validate is described as far as it
-can be, with the reason, and the command fails.`,
+		Short: "Describe a GGUF LLM (memory whole and per stage) or a pipeline model",
+		Long: `Describe a model file by its sha256 (its identity on the network).
+
+A GGUF LLM (or slice): architecture, layers, width, vocabulary and the memory
+llama.cpp needs for it; with --stages K or --at L1,L2 also the memory each
+stage of that split needs.
+
+A pipeline model: preset, stages with their shapes, activations and depths,
+and whether it fits the preset's depth. A model that does not validate is
+described as far as it can be, with the reason, and the command fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isGGUF(args[0]) {
+				return inspectLLM(cmd, args[0])
+			}
 			raw, err := os.ReadFile(args[0])
 			if err != nil {
 				return err
@@ -674,6 +682,10 @@ can be, with the reason, and the command fails.`,
 			return nil
 		},
 	}
+	cmd.Flags().Int("stages", 0, "GGUF: show the memory of each stage of an even split into K stages")
+	cmd.Flags().String("at", "", "GGUF: show the memory of each stage of the split at these layers")
+	addMemoryFlags(cmd)
+	return cmd
 }
 
 // EncryptedResult compares the first N test examples in plaintext and

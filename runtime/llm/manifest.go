@@ -167,8 +167,20 @@ type StageMemory struct {
 
 // EstimateStageMemory estimates the memory of stage r of the whole model
 // info (see StageMemory).
+// For a slice file's own info (info.Slice set), r is ignored: the file's
+// tensors are what it maps.
 func EstimateStageMemory(info *ModelInfo, r LayerRange, contextSize, batch int) StageMemory {
 	var m StageMemory
+	if info.Slice != nil {
+		r = LayerRange{From: 0, To: info.Layers, Of: info.Layers}
+		for _, b := range info.LayerBytes {
+			m.Weights += b
+		}
+		for _, b := range info.GlobalBytes {
+			m.Weights += b
+		}
+		return m.finish(info, r, contextSize, batch, uint64(info.NVocab))
+	}
 	for l := r.From; l < r.To; l++ {
 		m.Weights += info.LayerBytes[l]
 	}
@@ -177,21 +189,38 @@ func EstimateStageMemory(info *ModelInfo, r LayerRange, contextSize, batch int) 
 		switch {
 		case name == "output.weight" && !last:
 		case name == "token_embd.weight" && !first && !(last && info.TiedOutput):
-			m.Weights += b / 8 * 18 / 32 // Q4_0 zeros, about 0.14 of F32 (less for a middle stage)
+			m.Weights += placeholderBytes(info.NEmbd, info.NVocab, !last)
 		default:
 			m.Weights += b
 		}
 	}
+	vocab := uint64(info.NVocab)
+	if !first && !last {
+		vocab = 1
+	}
+	return m.finish(info, r, contextSize, batch, vocab)
+}
+
+func (m StageMemory) finish(info *ModelInfo, r LayerRange, contextSize, batch int, vocab uint64) StageMemory {
 	kvWidth := uint64(info.NEmbd)
 	if info.NHead > 0 && info.NHeadKV > 0 {
 		kvWidth = kvWidth * uint64(info.NHeadKV) / uint64(info.NHead)
 	}
 	m.KV = 2 * 2 * uint64(r.To-r.From) * uint64(contextSize) * kvWidth
-	vocab := uint64(info.NVocab)
-	if !first && !last {
-		vocab = 1
-	}
 	m.Output = uint64(batch) * (vocab + uint64(info.NEmbd)) * 4
 	m.Total = m.Weights + m.KV + m.Output
 	return m
+}
+
+// placeholderBytes is the size of the zero token_embd a slice carries where
+// it never reads it: Q4_0 (F16 where a row is not whole blocks), one token
+// wide on a middle stage (writeSlice).
+func placeholderBytes(nEmbd, nVocab int, middle bool) uint64 {
+	if middle {
+		nVocab = 1
+	}
+	if nEmbd%32 == 0 {
+		return uint64(nEmbd/32*18) * uint64(nVocab)
+	}
+	return uint64(nEmbd*2) * uint64(nVocab)
 }

@@ -240,8 +240,10 @@ type ModelInfo struct {
 	NVocab       int
 	NHeadKV      int // key-value heads (for the KV cache estimate)
 	NHead        int
-	// Slice is set when the file is a slice: its range in the whole model.
-	Slice *LayerRange
+	// Slice is set when the file is a slice: its range in the whole model,
+	// and SliceOf the whole model's sha256 hex.
+	Slice   *LayerRange
+	SliceOf string
 	// LayerBytes is the weight bytes of each layer; GlobalBytes of the rest
 	// (embeddings, output norm, head).
 	LayerBytes  []uint64
@@ -315,6 +317,7 @@ func describe(g *ggufFile) (*ModelInfo, error) {
 		to, _ := g.uint(sliceKeyTo)
 		of, _ := g.uint(sliceKeyLayers)
 		info.Slice = &LayerRange{From: int(from), To: int(to), Of: int(of)}
+		info.SliceOf, _ = g.str(sliceKeyModel)
 		if info.Slice.To-info.Slice.From != info.Layers || info.Slice.To > info.Slice.Of {
 			return nil, fmt.Errorf("slice metadata %v does not match its %d layers", info.Slice, info.Layers)
 		}
@@ -605,6 +608,9 @@ func writeSlice(g *ggufFile, info *ModelInfo, modelHex string, src io.ReaderAt, 
 		}
 	}
 	if err := w.Flush(); err != nil {
+		return SliceFile{}, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
 		return SliceFile{}, err
 	}
 	if err := tmp.Close(); err != nil {
