@@ -5,9 +5,11 @@ import (
 	"os"
 
 	"github.com/ogpu-network/ogpu/cmd/cli"
+	"github.com/ogpu-network/ogpu/runtime/stagehost"
 )
 
 func main() {
+	stagehost.MaybeServe() // this process may be a supervised split-inference stage
 	if err := cli.NewOgpuCommand().Execute(); err != nil {
 		os.Exit(1)
 	}
