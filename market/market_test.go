@@ -673,7 +673,7 @@ func TestMaxTokens(t *testing.T) {
 		want string
 	}{
 		{func(m *MsgPostJob) { m.MaxTokens = MaxJobTokens + 1 }, "max tokens 1048577: at most 1048576"},
-		{func(m *MsgPostJob) { m.Kind = KindPipeline }, "max tokens applies to inference jobs only"},
+		{func(m *MsgPostJob) { m.Kind = KindPipeline }, "max tokens applies to inference and split jobs only"},
 	} {
 		bad := auctionJob(2, types.OGPU(3))
 		bad.MaxTokens = 64

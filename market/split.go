@@ -255,7 +255,9 @@ func (k *Keeper) RevealTranscript(from types.Address, m *MsgRevealTranscript) er
 
 // HandoffDeadline is the last height a split job's hand-off proofs are
 // taken: its reveal deadline + dispute_blocks.
-func (k *Keeper) handoffDeadline(t *verifier.Task) uint64 { return t.RevealDeadline + k.p.DisputeBlocks }
+func (k *Keeper) handoffDeadline(t *verifier.Task) uint64 {
+	return t.RevealDeadline + k.p.DisputeBlocks
+}
 
 // ProveHandoff records a split slot's proof of its revealed input. Proven
 // against an upstream that revealed a different output for as many frames

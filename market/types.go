@@ -68,9 +68,9 @@ const (
 	KindPipeline  = "pipeline"
 	// KindSplit is split inference: one LLM cut by layers into Stages
 	// slices, each stage run by Redundancy replica chains (split.go).
-	KindSplit = "split"
-	ModeAuction   = "auction"
-	ModePool      = "pool"
+	KindSplit   = "split"
+	ModeAuction = "auction"
+	ModePool    = "pool"
 )
 
 // Requirements restrict who may bid.
