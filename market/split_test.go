@@ -674,3 +674,61 @@ func TestSplitChainOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitPrefixProofFramesNobody: a downstream that shows an older,
+// shorter signature of its upstream (a prefix of what it received) to
+// frame it cannot: a signed prefix differs from the final hash by nature,
+// so it proves the input only, and nobody is slashed for equivocation.
+// The downstream's input (fewer frames than its upstream sent) is then
+// compared with nobody: both stage-1 slots are paid unverified.
+func TestSplitPrefixProofFramesNobody(t *testing.T) {
+	n := newSplitNet(t)
+	id := n.award()
+	up := n.holder(id, 0, 1)
+	prefix := transcript{7, hashOf("running hash after 7 frames"), hashOf("output on 7 frames")}
+	n.run(id, bothChains(honest, [2]transcript{honest[0], prefix}))
+	n.events = nil
+	n.must("prove a prefix", n.prove(id, 1, 1, prefix, n.sign(up, id, 1, 0, 7, prefix.hin)))
+	if got := eventsOf[EventHandoffEquivocation](t, n.events); len(got) != 0 {
+		t.Fatalf("equivocation %+v on a prefix signature, want none", got)
+	}
+	if got := len(eventsOf[EventSlashed](t, n.events)); got != 0 {
+		t.Fatalf("%d slashes, want none", got)
+	}
+	got := outcomes(t, n.events)
+	if !slices.Equal(got["1/0"], []string{SplitUnverified}) || !slices.Equal(got["1/1"], []string{SplitUnverified}) {
+		t.Fatalf("outcomes %v, want both stage-1 slots unverified", got)
+	}
+	if c := eventsOf[EventTaskConfirming](t, n.events); len(c) != 1 || c[0].Stage != 0 {
+		t.Fatalf("confirming %+v, want stage 0 agreed", c)
+	}
+}
+
+// TestSplitStageZeroInputLie (P1 at stage 0): the client fed both chains
+// the same prompt; chain 1's stage 0 claims another one to excuse its
+// output. The stage-0 inputs differ, so each must be proven with the
+// client's signature: chain 0 proves its own, chain 1 cannot (the client
+// never signed its claim) and is slashed at the handoff deadline.
+func TestSplitStageZeroInputLie(t *testing.T) {
+	n := newSplitNet(t)
+	id := n.award()
+	liar := n.holder(id, 0, 1)
+	claim := [2]transcript{{12, hashOf("a prompt nobody sent"), hashOf("excused output")}, {12, hashOf("excused output"), hashOf("tokens")}}
+	n.run(id, bothChains(honest, claim))
+	n.advanceTo(n.task(id, 0).RevealDeadline + 1)
+	n.refused("a stage-0 input signed by its own provider", n.prove(id, 0, 1, claim[0], n.sign(liar, id, 1, ClientStage, 12, claim[0].hin)),
+		types.ErrBadSignature, "not by the upstream "+n.client.Hex())
+	n.must("chain 0 proves the client's prompt", n.prove(id, 0, 0, honest[0], n.sign(n.client, id, 0, ClientStage, 12, honest[0].hin)))
+	n.events = nil
+	n.advanceTo(n.task(id, 0).RevealDeadline + 4 + 1)
+	got := outcomes(t, n.events)
+	if !slices.Equal(got["0/1"], []string{SplitInputLie}) || !slices.Equal(got["0/0"], []string{SplitUnverified}) {
+		t.Fatalf("outcomes %v, want 0/1 input_lie, 0/0 unverified", got)
+	}
+	if p, _ := GetProvider(n.tree, liar); !p.Tombstoned {
+		t.Error("the stage-0 input liar is not tombstoned")
+	}
+	if len(eventsOf[EventClientEquivocated](t, n.events)) != 0 {
+		t.Error("one signed prompt was taken for client equivocation")
+	}
+}
