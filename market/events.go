@@ -107,7 +107,8 @@ type EventJobRevealing struct {
 func (EventJobRevealing) EventType() string { return "job_revealing" }
 
 // EventJobAwarded is emitted per stage at the close. Providers is the
-// winners in rank order; each is paid Price. A pipeline's stages after the
+// winners in rank order (a split job's: in replica-chain order, Providers[i]
+// holds chain i); each is paid Price. A pipeline's stages after the
 // first are awarded waiting, with both deadlines 0: EventStageOpened gives
 // them when the stage before settles.
 type EventJobAwarded struct {

@@ -253,7 +253,7 @@ func (k *Keeper) RevealTranscript(from types.Address, m *MsgRevealTranscript) er
 	return nil
 }
 
-// HandoffDeadline is the last height a split job's hand-off proofs are
+// handoffDeadline is the last height a split job's hand-off proofs are
 // taken: its reveal deadline + dispute_blocks.
 func (k *Keeper) handoffDeadline(t *verifier.Task) uint64 {
 	return t.RevealDeadline + k.p.DisputeBlocks
@@ -313,8 +313,12 @@ func (k *Keeper) ProveHandoff(from types.Address, m *MsgProveHandoff) error {
 		return types.ErrBadSignature.Wrapf("prove-handoff: %v", err)
 	}
 	if signer != want {
-		return types.ErrBadSignature.Wrapf("prove-handoff: the hand-off signature over (chain id, job %d, chain %d, sender stage %d, %d steps, %x) is by %s, not by the upstream %s",
-			j.ID, m.Chain, int16(upStage), m.Steps, m.Hin, signer, want)
+		sender := "the client"
+		if s > 0 {
+			sender = "stage " + strconv.Itoa(s-1)
+		}
+		return types.ErrBadSignature.Wrapf("prove-handoff: the hand-off signature over (chain id, job %d, chain %d, sent by %s, %d steps, %x) is by %s, not by the upstream %s",
+			j.ID, m.Chain, sender, m.Steps, m.Hin, signer, want)
 	}
 	if k.ctx.Height > t.RevealDeadline {
 		k.splitNoShows(j, ts) // a deferred reveal deadline: the same run
