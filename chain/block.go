@@ -107,7 +107,7 @@ func padAddr(b []byte) []byte {
 // windows, disputes), pays out matured unbondings, computes the validator
 // power changes for CometBFT, and pays the fee pool to validators by power.
 func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []escrow.PowerUpdate {
-	market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs}).EndBlock()
+	market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: string(kv.Get(ChainIDKey()))}).EndBlock()
 	k := escrow.NewKeeper(kv)
 	for _, m := range k.MatureUnbondings(env.height) {
 		evs.Emit(escrow.EventUnbonded{Account: m.Addr, Amount: m.Amount})

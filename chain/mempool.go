@@ -36,7 +36,8 @@ import (
 func deadlineMsg(t types.MsgType) bool {
 	switch t {
 	case types.MsgTypeCommitResult, types.MsgTypeRevealResult, types.MsgTypeReportInput,
-		types.MsgTypeCommitVote, types.MsgTypeVoteDispute, types.MsgTypeRevealCanary, types.MsgTypeRevealBid:
+		types.MsgTypeCommitVote, types.MsgTypeVoteDispute, types.MsgTypeRevealCanary, types.MsgTypeRevealBid,
+		types.MsgTypeRevealTranscript, types.MsgTypeProveHandoff:
 		return true
 	}
 	return false

@@ -65,6 +65,15 @@ type SlotView struct {
 	// not); Checked: its report was decided (the input is available).
 	InputReport string `json:"input_report,omitempty"`
 	Checked     bool   `json:"checked,omitempty"`
+	// Split jobs (slot i is replica chain i): the revealed input running
+	// hash and frame count (Result is the output's), whether the input was
+	// proven by a hand-off signature, and whether the slot settled on its
+	// own outside the stage's comparison (see the split_slot_settled event).
+	Chain   *uint16     `json:"chain,omitempty"`
+	Hin     *types.Hash `json:"hin,omitempty"`
+	Steps   uint32      `json:"steps,omitempty"`
+	Proven  bool        `json:"proven,omitempty"`
+	Settled bool        `json:"settled,omitempty"`
 }
 
 // VoteView is a validator's dispute vote.
@@ -220,6 +229,14 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 			if sl.Revealed {
 				res := sl.Result
 				sv.Result = &res
+			}
+			if j.Kind == market.KindSplit {
+				c := uint16(len(tv.Slots))
+				sv.Chain, sv.Steps, sv.Proven, sv.Settled = &c, sl.Steps, sl.Proven, sl.Settled
+				if sl.Revealed {
+					hin := sl.Hin
+					sv.Hin = &hin
+				}
 			}
 			tv.Slots = append(tv.Slots, sv)
 		}
@@ -438,7 +455,7 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64, after
 	eligible := 0
 	next := iterateProviders(r, after, func(addr types.Address, _ *market.Provider) bool {
 		e := EligibilityView{Provider: addr, Eligible: true, Bid: bidders[addr]}
-		if err := market.Eligible(r, params, h, j, addr); err != nil {
+		if err := eligibleAnyStage(r, params, h, j, addr); err != nil {
 			e.Eligible, e.Reason = false, strings.TrimPrefix(err.Error(), types.ErrNotEligible.Desc+": ")
 		} else {
 			eligible++
@@ -460,6 +477,22 @@ func whyNoBids(r store.KV, params genesis.Params, j *market.Job, h uint64, after
 		v.Summary = strconv.FormatUint(uint64(v.Bids), 10) + " bids from " + strconv.FormatUint(uint64(eligible), 10) + " eligible providers"
 	}
 	return v
+}
+
+// eligibleAnyStage: the provider may bid on some stage of j (a split
+// stage also needs its slice or the whole model); the error is the last
+// stage's reason.
+func eligibleAnyStage(r store.KV, params genesis.Params, h uint64, j *market.Job, addr types.Address) error {
+	if j.Kind != market.KindSplit {
+		return market.Eligible(r, params, h, j, addr)
+	}
+	var err error
+	for s := uint16(0); s < j.Stages; s++ {
+		if err = market.EligibleStage(r, params, h, j, s, addr); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func validatorView(p genesis.StakingParams, ek escrow.Keeper, op types.Address, v *escrow.Validator) ValidatorView {

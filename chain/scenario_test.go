@@ -57,6 +57,12 @@ package chain
 // The canary salts depend only on the validator and the stage: two
 // canaries of one validator with the same answer have the same seal, so
 // scripts give each canary its own answer.
+// Split jobs: post-job kind=split stages=K slices=W0,W1,.. [max-tokens=N];
+// register-provider models=W,..; commit-transcript JOB STAGE STEPS HIN
+// HOUT (the sender's chain index read from the state); reveal-transcript
+// JOB STAGE [STEPS HIN HOUT]; prove-handoff JOB STAGE CHAIN STEPS HIN
+// SIGNER: SIGNER's hand-off signature over what chain CHAIN's link into
+// STAGE carried (from stage STAGE-1, or the client's stage for 0).
 // report-input: an assigned provider cannot get or use its input (REASON
 // 1 unavailable, 2 too long, 3 invalid).
 // vote SEALS a validator's vote (MsgCommitVote); open-vote opens it
@@ -96,6 +102,7 @@ import (
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
@@ -113,7 +120,7 @@ var updateGolden = flag.Bool("update", false, "rewrite chain/testdata/scenarios/
 var requiredScenarios = []string{
 	"happy_path", "ties", "no_bids", "unrevealed_bid", "cancel", "dispute",
 	"noshow_backup", "noshow_refund", "unbonding_slash", "canary",
-	"validator_downtime", "pool", "deadlines",
+	"validator_downtime", "pool", "deadlines", "split",
 	// the attacks of security review 1, each also run by a test named
 	// after its finding (findings_test.go)
 	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
@@ -635,6 +642,11 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 		if v := kv["runtimes"]; v != "" {
 			info.Runtimes = strings.Split(v, ",")
 		}
+		if v := kv["models"]; v != "" {
+			for _, w := range strings.Split(v, ",") {
+				info.Models = append(info.Models, s.word(w))
+			}
+		}
 		if verb == "update-provider" {
 			return (&market.MsgUpdateProvider{Info: info}).Raw()
 		}
@@ -676,6 +688,12 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 				canaryBy = v
 			case "prompt-tokens":
 				m.PromptTokens = s.parseUint(v)
+			case "max-tokens":
+				m.MaxTokens = s.parseUint(v)
+			case "slices":
+				for _, w := range strings.Split(v, ",") {
+					m.Slices = append(m.Slices, s.word(w))
+				}
 			case "min-stake":
 				m.Req.MinStake = s.parseAmount(v)
 			case "min-rep":
@@ -760,6 +778,38 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			by = v
 		}
 		return (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: s.voteWord(w), Salt: salt(by, "vote", job, stage)}).Raw()
+	case "commit-transcript":
+		s.need(pos, 5, "commit-transcript JOB STAGE STEPS HIN HOUT")
+		job, stage := s.jobStage(pos)
+		s.results[s.key(name, job, stage)] = strings.Join(pos[2:5], " ")
+		return (&verifier.MsgCommitResult{Job: job, Stage: stage, Commitment: market.SplitCommitment(job, stage, s.chainOf(from, job, stage),
+			uint32(s.parseUint(pos[2])), s.word(pos[3]), s.word(pos[4]), salt(name, "result", job, stage), from)}).Raw()
+	case "reveal-transcript":
+		s.need(pos, 2, "reveal-transcript JOB STAGE [STEPS HIN HOUT]")
+		job, stage := s.jobStage(pos)
+		f := strings.Fields(s.results[s.key(name, job, stage)])
+		if len(pos) >= 5 {
+			f = pos[2:5]
+		}
+		if len(f) != 3 {
+			s.fatalf("reveal-transcript of nothing committed: give STEPS HIN HOUT")
+		}
+		return (&market.MsgRevealTranscript{Job: job, Stage: stage, Steps: uint32(s.parseUint(f[0])), Hin: s.word(f[1]), Hout: s.word(f[2]),
+			Salt: salt(name, "result", job, stage)}).Raw()
+	case "prove-handoff":
+		s.need(pos, 6, "prove-handoff JOB STAGE CHAIN STEPS HIN SIGNER")
+		job, stage := s.jobStage(pos)
+		chain, steps, hin := uint16(s.parseUint(pos[2])), uint32(s.parseUint(pos[3])), s.word(pos[4])
+		up := uint16(market.ClientStage)
+		if stage > 0 {
+			up = stage - 1
+		}
+		d := market.HandoffDigest(testChainID, job, chain, up, steps, hin)
+		sig, err := crypto.Sign(d[:], testKey(pos[5]))
+		if err != nil {
+			s.fatalf("sign: %v", err)
+		}
+		return (&market.MsgProveHandoff{Job: job, Stage: stage, Chain: chain, Steps: steps, Hin: hin, Sig: sig}).Raw()
 	case "report-input":
 		s.need(pos, 3, "report-input JOB STAGE REASON")
 		job, stage := s.jobStage(pos)
@@ -781,6 +831,15 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 	}
 	s.fatalf("unknown tx verb %q", verb)
 	return types.RawMsg{}
+}
+
+// chainOf is the replica chain (slot index) from holds in a split stage,
+// 0 if it holds none (the chain refuses its commitment anyway).
+func (s *scenario) chainOf(from types.Address, job uint64, stage uint16) uint16 {
+	if t, ok := verifier.NewKeeper(s.view()).GetTask(job, stage); ok && t.SlotOf(from) >= 0 {
+		return uint16(t.SlotOf(from))
+	}
+	return 0
 }
 
 // scenarioCanary is the seal of a canary whose validator is NAME, with
@@ -1216,6 +1275,13 @@ func (s *scenario) dump() {
 		}
 		s.printf("      model=%s model_size=%d input=%s seal=%s max_tokens=%d prompt_tokens=%d bids=%s canary_by=%s\n",
 			s.hashStr(j.Model), j.ModelSize, s.hashStr(j.Input), s.hashStr(j.Seal), j.MaxTokens, j.PromptTokens, strings.Join(bids, ","), canaryBy)
+		if len(j.Slices) > 0 {
+			sl := make([]string, len(j.Slices))
+			for i, h := range j.Slices {
+				sl[i] = s.hashStr(h)
+			}
+			s.printf("      slices=%s\n", strings.Join(sl, ","))
+		}
 		s.printf("      req min_stake=%s min_rep=%d attrs=%s runtime=%q class=%q\n",
 			amtOrZero(j.Req.MinStake), j.Req.MinReputation, strings.Join(j.Req.Attributes, ","), j.Req.Runtime, j.Req.Class)
 		for _, b := range market.Bids(kv, j.ID) {
@@ -1255,6 +1321,15 @@ func (s *scenario) dump() {
 				}
 				if sl.Revealed {
 					line += " revealed=" + s.hashStr(sl.Result)
+				}
+				if sl.Revealed && j.Kind == market.KindSplit {
+					line += fmt.Sprintf(" steps=%d hin=%s", sl.Steps, s.hashStr(sl.Hin))
+				}
+				if sl.Proven {
+					line += " proven"
+				}
+				if sl.Settled {
+					line += " settled"
 				}
 				if sl.NoShow {
 					line += " no-show"

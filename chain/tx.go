@@ -55,7 +55,7 @@ type handler func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, 
 func marketHandler(fn func(k *market.Keeper, from types.Address) error) handler {
 	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
 		var evs types.Events
-		k := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: getParams(kv), Events: &evs})
+		k := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: getParams(kv), Events: &evs, ChainID: string(kv.Get(ChainIDKey()))})
 		if err := fn(k, from); err != nil {
 			return nil, err
 		}
@@ -106,6 +106,12 @@ func decodeMsg(m types.RawMsg) (handler, genesis.MsgWork, error) {
 // requirement of the job with every attribute of the provider, in CheckTx
 // and again at the close. It is charged at the bound (genesis.WorkGas).
 var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
+// handoffWork is a hand-off proof's: one secp256k1 recovery, the cost the
+// transaction's own signature has (tx_base_gas), charged like a bid's
+// matching at the bound (4,096 × match_gas ≈ tx_base_gas by default)
+// rather than with a parameter of its own.
+var handoffWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 
 func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	switch m.Type {
@@ -223,6 +229,15 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	case types.MsgTypeReportInput:
 		return decode(m.Data, verifier.DecodeMsgReportInput, func(msg *verifier.MsgReportInput) handler {
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ReportInput(from, msg) })
+		})
+	case types.MsgTypeRevealTranscript:
+		return decode(m.Data, market.DecodeMsgRevealTranscript, func(msg *market.MsgRevealTranscript) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealTranscript(from, msg) })
+		})
+	case types.MsgTypeProveHandoff:
+		return decode(m.Data, market.DecodeMsgProveHandoff, func(msg *market.MsgProveHandoff) handler {
+			*work = handoffWork
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ProveHandoff(from, msg) })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -107,7 +107,8 @@ type EventJobRevealing struct {
 func (EventJobRevealing) EventType() string { return "job_revealing" }
 
 // EventJobAwarded is emitted per stage at the close. Providers is the
-// winners in rank order; each is paid Price. A pipeline's stages after the
+// winners in rank order (a split job's: in replica-chain order, Providers[i]
+// holds chain i); each is paid Price. A pipeline's stages after the
 // first are awarded waiting, with both deadlines 0: EventStageOpened gives
 // them when the stage before settles.
 type EventJobAwarded struct {
@@ -312,3 +313,100 @@ type EventTaskConfirming struct {
 }
 
 func (EventTaskConfirming) EventType() string { return "task_confirming" }
+
+// EventTranscriptRevealed: a split slot (replica Chain of Stage) opened its
+// transcript commitment: Steps frames, the running hashes of what it
+// received (Hin) and sent (Hout).
+type EventTranscriptRevealed struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Chain    uint16        `event:"chain"`
+	Provider types.Address `event:"provider,index"`
+	Steps    uint32        `event:"steps"`
+	Hin      types.Hash    `event:"hin"`
+	Hout     types.Hash    `event:"hout"`
+}
+
+func (EventTranscriptRevealed) EventType() string { return "transcript_revealed" }
+
+// EventSplitInputsPending: at a split job's reveal deadline, the inputs of
+// Slots ("stage/chain") differ from their upstream's revealed output (or,
+// at stage 0, between chains) or their upstream revealed nothing: each
+// must be proven (MsgProveHandoff) by height ProveBy, or it is judged
+// then (input_lie or input_unproven).
+type EventSplitInputsPending struct {
+	Job     uint64   `event:"job,index"`
+	Slots   []string `event:"slots"`
+	ProveBy uint64   `event:"prove_by"`
+}
+
+func (EventSplitInputsPending) EventType() string { return "split_inputs_pending" }
+
+// EventHandoffProven: a split slot proved its input with Signer's hand-off
+// signature (its upstream's, or the client's at stage 0).
+type EventHandoffProven struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Chain    uint16        `event:"chain"`
+	Provider types.Address `event:"provider,index"`
+	Steps    uint32        `event:"steps"`
+	Hin      types.Hash    `event:"hin"`
+	Signer   types.Address `event:"signer"`
+}
+
+func (EventHandoffProven) EventType() string { return "handoff_proven" }
+
+// EventHandoffEquivocation: Provider, chain Chain of Stage, signed a
+// hand-off transcript (SignedSteps, Signed) other than the output it
+// revealed (RevealedSteps, Revealed): it is slashed and tombstoned with no
+// vote (EventSplitSlotSettled, outcome equivocated).
+type EventHandoffEquivocation struct {
+	Job           uint64        `event:"job,index"`
+	Stage         uint16        `event:"stage"`
+	Chain         uint16        `event:"chain"`
+	Provider      types.Address `event:"provider,index"`
+	SignedSteps   uint32        `event:"signed_steps"`
+	Signed        types.Hash    `event:"signed"`
+	RevealedSteps uint32        `event:"revealed_steps"`
+	Revealed      types.Hash    `event:"revealed"`
+}
+
+func (EventHandoffEquivocation) EventType() string { return "handoff_equivocation" }
+
+// EventClientEquivocated: the client signed Inputs different stage-0
+// inputs for the chains of a split job (P8): no stage-0 output is
+// compared across them, and nobody is slashed for the difference.
+type EventClientEquivocated struct {
+	Job    uint64 `event:"job,index"`
+	Inputs uint64 `event:"inputs"`
+}
+
+func (EventClientEquivocated) EventType() string { return "client_equivocated" }
+
+// EventSplitDiverged: Stage is the first stage of a split job whose slots
+// have the same input (Steps frames, running hash Hin) and different
+// outputs: it is disputed (EventDisputeOpened); validators re-execute the
+// stage's slice on that input transcript and vote for its Hout.
+type EventSplitDiverged struct {
+	Job   uint64     `event:"job,index"`
+	Stage uint16     `event:"stage"`
+	Steps uint32     `event:"steps"`
+	Hin   types.Hash `event:"hin"`
+}
+
+func (EventSplitDiverged) EventType() string { return "split_diverged" }
+
+// EventSplitSlotSettled: a split slot settled on its own, outside its
+// stage's comparison. Outcome is unverified, downstream_unverified (paid
+// Paid), input_lie, equivocated (slashed, unpaid), input_unproven or
+// not_compared (unpaid); see the Split* constants.
+type EventSplitSlotSettled struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Chain    uint16        `event:"chain"`
+	Provider types.Address `event:"provider,index"`
+	Outcome  string        `event:"outcome"`
+	Paid     *uint256.Int  `event:"paid"`
+}
+
+func (EventSplitSlotSettled) EventType() string { return "split_slot_settled" }

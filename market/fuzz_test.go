@@ -23,6 +23,8 @@ var fuzzMarketDecoders = []msgtest.Decoder{
 	{Name: "commit-bid", Type: types.MsgTypeCommitBid, Dec: msgtest.Raw(DecodeMsgCommitBid)},
 	{Name: "reveal-bid", Type: types.MsgTypeRevealBid, Dec: msgtest.Raw(DecodeMsgRevealBid)},
 	{Name: "claim-task", Type: types.MsgTypeClaimTask, Dec: msgtest.Raw(DecodeMsgClaimTask)},
+	{Name: "reveal-transcript", Type: types.MsgTypeRevealTranscript, Dec: msgtest.Raw(DecodeMsgRevealTranscript)},
+	{Name: "prove-handoff", Type: types.MsgTypeProveHandoff, Dec: msgtest.Raw(DecodeMsgProveHandoff)},
 }
 
 func fuzzHash(b byte) types.Hash { return types.Hash(bytes.Repeat([]byte{b}, 32)) }
@@ -55,6 +57,13 @@ func fuzzMarketSeeds() map[string][]byte {
 	lowRedundancy.Redundancy = 1
 	badReq := job
 	badReq.Req.Attributes = []string{"ram>=lots"}
+	split := job
+	split.Kind, split.Slices, split.MaxTokens, split.PromptTokens = KindSplit, []types.Hash{fuzzHash(0x61), fuzzHash(0x62)}, 64, 16
+	splitDup := split
+	splitDup.Slices = []types.Hash{fuzzHash(0x61), fuzzHash(0x61)}
+	slicesOnInference := job
+	slicesOnInference.Slices = split.Slices
+	sig := bytes.Repeat([]byte{0x01}, 65)
 	price := types.OGPU(3)
 	salt := fuzzHash(0x55)
 	provider := types.BytesToAddress([]byte{0xb0})
@@ -84,6 +93,13 @@ func fuzzMarketSeeds() map[string][]byte {
 		"reveal_bid":         enc(6, &MsgRevealBid{Job: 1, Stage: 1, Price: price, Salt: salt}),
 		"reveal_bid_zero":    enc(6, &MsgRevealBid{Job: 1, Price: new(uint256.Int)}),
 		"claim":              enc(7, &MsgClaimTask{Job: 7, Stage: 3}),
+		"post_job_split":     enc(3, &split),
+		"post_job_split_dup": enc(3, &splitDup),
+		"post_job_slices":    enc(3, &slicesOnInference),
+		"reveal_transcript":  enc(8, &MsgRevealTranscript{Job: 1, Stage: 1, Steps: 40, Hin: fuzzHash(0x71), Hout: fuzzHash(0x72), Salt: salt}),
+		"prove_handoff":      enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Steps: 40, Hin: fuzzHash(0x71), Sig: sig}),
+		"prove_handoff_64":   enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Steps: 40, Hin: fuzzHash(0x71), Sig: sig[:64]}),
+		"prove_handoff_0":    enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Hin: fuzzHash(0x71), Sig: sig}),
 		"empty":              {},
 		"garbage":            []byte("\x03\xf8\xff not a message"),
 	}
@@ -112,6 +128,7 @@ func TestFuzzMarketSeeds(t *testing.T) {
 		"register_bad_attr": true, "register_no_peer": true, "post_job_r1": true, "post_job_bad_req": true,
 		"post_job_truncated": true, "post_job_trailing": true, "cancel_leading_0": true,
 		"commit_bid_empty": true, "reveal_bid_zero": true, "garbage": true,
+		"post_job_split_dup": true, "post_job_slices": true, "prove_handoff_64": true, "prove_handoff_0": true,
 	}
 	for name, in := range fuzzMarketSeeds() {
 		if len(in) == 0 {

@@ -28,6 +28,9 @@ type Context struct {
 	BlockHash []byte
 	Params    genesis.Params
 	Events    *types.Events
+	// ChainID is the chain's id: hand-off signatures of split inference
+	// (HandoffDigest) are bound to it.
+	ChainID string
 }
 
 // Keeper runs the market over one Context.
@@ -286,7 +289,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	j := &Job{
 		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
 		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
-		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens,
+		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
 		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int), FeeSpent: new(uint256.Int),
 	}
@@ -414,7 +417,7 @@ func (k *Keeper) CommitBid(from types.Address, m *MsgCommitBid) error {
 	if err := k.canPayDeposit(from, "bid"); err != nil {
 		return err
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+	if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, m.Stage, from); err != nil {
 		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
@@ -505,7 +508,7 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	if err := k.canPayDeposit(from, "claim"); err != nil {
 		return err
 	}
-	if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, from); err != nil {
+	if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, m.Stage, from); err != nil {
 		return err
 	}
 	if err := k.esc.Lock(from, j.ID, k.p.BidDeposit); err != nil {
@@ -541,7 +544,7 @@ func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked, dropped 
 	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, stage), func(key, _ []byte) bool {
 		addr := types.BytesToAddress(key[len(key)-types.AddressLength:])
 		b, _ := GetBid(k.kv, j.ID, stage, addr)
-		if err := Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, addr); err != nil {
+		if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, addr); err != nil {
 			if dropped == nil {
 				dropped = map[types.Address]string{} // looked up only, never ranged over
 			}
@@ -588,23 +591,28 @@ func cmpU64(a, b uint64) int {
 	return 0
 }
 
+// stageAward is one stage's outcome at the close.
+type stageAward struct {
+	winners, backups []ranked
+	price            *uint256.Int
+}
+
 // close runs at the end of the reveal window: per stage, award the r best
 // eligible bids at the uniform clearing price, refund revealed deposits,
 // burn unrevealed ones; expire the job if no stage was awarded (a
-// pipeline: if any stage was not). Every stage opens at once, except a
-// pipeline's stages after the first: they wait (TaskWaiting, no
-// deadlines) until the stage before them settles; see advance.
+// pipeline: if any stage was not; a split job: if any stage has fewer
+// than r winners, one slot per account, see splitSelect). Every stage
+// opens at once, except a pipeline's stages after the first: they wait
+// (TaskWaiting, no deadlines) until the stage before them settles; see
+// advance. A split stage's winners are put in replica-chain order
+// (chainOrder): slot i of every stage is chain i.
 func (k *Keeper) close(j *Job) {
-	type award struct {
-		winners, backups []ranked
-		price            *uint256.Int
-	}
-	awards := make([]award, j.Stages)
+	awards := make([]stageAward, j.Stages)
 	dropped := make([]map[types.Address]string, j.Stages)
 	awarded := 0
 	for s := uint16(0); s < j.Stages; s++ {
 		if j.Bids[s] == 0 {
-			awards[s] = award{price: j.MaxPrice.Clone()} // nothing to rank
+			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
 			continue
 		}
 		w, b, out := k.rank(j, s)
@@ -613,10 +621,13 @@ func (k *Keeper) close(j *Job) {
 		if len(b) > 0 && j.Mode == ModeAuction {
 			price = b[0].price.Clone() // the (r+1)-th lowest eligible bid
 		}
-		awards[s] = award{w, b, price}
+		awards[s] = stageAward{w, b, price}
 		if len(w) > 0 {
 			awarded++
 		}
+	}
+	if j.Kind == KindSplit {
+		splitSelect(j, awards)
 	}
 	// Deposits: revealed bids of providers still eligible get theirs back;
 	// sealed ones, and revealed ones whose provider became ineligible
@@ -637,7 +648,7 @@ func (k *Keeper) close(j *Job) {
 	k.clearBook(j.ID)
 	// A pipeline's stages feed one another: one without a winner leaves the
 	// others nothing to compute on (or nobody to pass their output to).
-	pipelineGap := -1
+	pipelineGap, splitShort := -1, -1
 	if j.Kind == KindPipeline && awarded > 0 {
 		for s := range awards {
 			if len(awards[s].winners) == 0 {
@@ -646,10 +657,16 @@ func (k *Keeper) close(j *Job) {
 			}
 		}
 	}
-	if awarded == 0 || pipelineGap >= 0 {
+	if j.Kind == KindSplit && awarded > 0 {
+		splitShort = splitGap(j, awards)
+	}
+	if awarded == 0 || pipelineGap >= 0 || splitShort >= 0 {
 		reason := k.noBidsReason(j)
-		if pipelineGap >= 0 {
+		switch {
+		case pipelineGap >= 0:
 			reason = stageGapReason(j, uint16(pipelineGap))
+		case splitShort >= 0:
+			reason = splitGapReason(j, uint16(splitShort), len(awards[splitShort].winners))
 		}
 		refund := k.esc.Locked(j.ID)
 		k.esc.Release(j.ID, j.Client, refund)
@@ -684,6 +701,9 @@ func (k *Keeper) close(j *Job) {
 			// Its input is stage s-1's settled result: it opens then.
 			t = &verifier.Task{Status: verifier.TaskWaiting}
 		}
+		if j.Kind == KindSplit {
+			chainOrder(k.ctx.BlockHash, j.ID, s, a.winners)
+		}
 		names := make([]string, len(a.winners))
 		for i, w := range a.winners {
 			t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
@@ -694,11 +714,18 @@ func (k *Keeper) close(j *Job) {
 			t.Backups = append(t.Backups, b.provider)
 		}
 		k.ver.SetTask(j.ID, s, t)
-		if t.Status == verifier.TaskExecuting {
+		switch {
+		case j.Kind == KindSplit:
+			// The stages' reveals are judged together (deadlineSplit).
+			k.schedule(t.CommitDeadline, j.ID, s, deadlineCommit)
+		case t.Status == verifier.TaskExecuting:
 			k.schedule(t.CommitDeadline, j.ID, s, deadlineCommit)
 			k.schedule(t.RevealDeadline, j.ID, s, deadlineReveal)
 		}
 		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: a.price, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
+	}
+	if j.Kind == KindSplit {
+		k.schedule(revealBy, j.ID, stageNone, deadlineSplit)
 	}
 	k.setJob(j)
 	if j.Settled == j.Stages {

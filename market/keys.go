@@ -97,6 +97,8 @@ const (
 	deadlineReveal  byte   = 4      // a task's reveal window over: no-shows, evaluate
 	deadlineDispute byte   = 5      // a vote's window over (dispute or input check)
 	deadlineConfirm byte   = 6      // an agreed task's canary window over: settle
+	deadlineSplit   byte   = 7      // a split job's reveal window over: no-shows, the scan (or wait for proofs)
+	deadlineHandoff byte   = 8      // a split job's hand-off proof window over: the final scan
 	stageNone       uint16 = 0xffff // job-level deadlines
 )
 

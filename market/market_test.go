@@ -45,6 +45,10 @@ func addrOf(name string) types.Address {
 	return types.BytesToAddress(h[:20])
 }
 
+// testChainID is the chain id the market tests run under (hand-off
+// signatures are bound to it).
+const testChainID = "ogpu-market-test"
+
 // hashOf is a stable test hash for a name.
 func hashOf(name string) types.Hash { return sha256.Sum256([]byte(name)) }
 
@@ -91,7 +95,7 @@ func (n *testNet) blockHash() []byte {
 }
 
 func (n *testNet) keeperOver(kv store.KV, evs *types.Events) *Keeper {
-	return NewKeeper(Context{KV: kv, Height: n.height, BlockHash: n.blockHash(), Params: n.params, Events: evs})
+	return NewKeeper(Context{KV: kv, Height: n.height, BlockHash: n.blockHash(), Params: n.params, Events: evs, ChainID: testChainID})
 }
 
 // exec runs fn as one message of the current block: its writes and events
@@ -673,7 +677,7 @@ func TestMaxTokens(t *testing.T) {
 		want string
 	}{
 		{func(m *MsgPostJob) { m.MaxTokens = MaxJobTokens + 1 }, "max tokens 1048577: at most 1048576"},
-		{func(m *MsgPostJob) { m.Kind = KindPipeline }, "max tokens applies to inference jobs only"},
+		{func(m *MsgPostJob) { m.Kind = KindPipeline }, "max tokens applies to inference and split jobs only"},
 	} {
 		bad := auctionJob(2, types.OGPU(3))
 		bad.MaxTokens = 64

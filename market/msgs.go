@@ -144,6 +144,8 @@ type MsgPostJob struct {
 	MaxTokens uint64 `rlp:"optional"`
 	// PromptTokens: see Job.PromptTokens.
 	PromptTokens uint64 `rlp:"optional"`
+	// Slices: see Job.Slices (split jobs only, one per stage).
+	Slices []types.Hash `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -160,8 +162,8 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return types.ErrInvalidMsg.Wrapf("post-job: "+f, a...)
 	}
 	switch {
-	case m.Kind != KindInference && m.Kind != KindPipeline:
-		return nil, bad("kind %q: want %s or %s", m.Kind, KindInference, KindPipeline)
+	case m.Kind != KindInference && m.Kind != KindPipeline && m.Kind != KindSplit:
+		return nil, bad("kind %q: want %s, %s or %s", m.Kind, KindInference, KindPipeline, KindSplit)
 	case m.Mode != ModeAuction && m.Mode != ModePool:
 		return nil, bad("mode %q: want %s or %s", m.Mode, ModeAuction, ModePool)
 	case m.Model == (types.Hash{}):
@@ -192,12 +194,19 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("seal is missing: 32 random bytes (the wallet picks them)")
 	case m.MaxTokens > MaxJobTokens:
 		return nil, bad("max tokens %d: at most %d", m.MaxTokens, MaxJobTokens)
-	case m.MaxTokens != 0 && m.Kind != KindInference:
-		return nil, bad("max tokens applies to %s jobs only", KindInference)
+	case m.MaxTokens != 0 && m.Kind != KindInference && m.Kind != KindSplit:
+		return nil, bad("max tokens applies to %s and %s jobs only", KindInference, KindSplit)
 	case m.PromptTokens > MaxJobTokens:
 		return nil, bad("prompt tokens %d: at most %d", m.PromptTokens, MaxJobTokens)
-	case m.PromptTokens != 0 && m.Kind != KindInference:
-		return nil, bad("prompt tokens applies to %s jobs only", KindInference)
+	case m.PromptTokens != 0 && m.Kind != KindInference && m.Kind != KindSplit:
+		return nil, bad("prompt tokens applies to %s and %s jobs only", KindInference, KindSplit)
+	case len(m.Slices) != 0 && m.Kind != KindSplit:
+		return nil, bad("slices apply to %s jobs only", KindSplit)
+	}
+	if m.Kind == KindSplit {
+		if err := validateSplitPost(&m); err != nil {
+			return nil, bad("%v", err)
+		}
 	}
 	for _, r := range m.Req.Attributes {
 		if _, err := ParseRequirement(r); err != nil {

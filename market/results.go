@@ -44,6 +44,9 @@ func (k *Keeper) RevealResult(from types.Address, m *verifier.MsgRevealResult) e
 	if err := k.checkStage(j, m.Stage); err != nil {
 		return err
 	}
+	if j.Kind == KindSplit {
+		return types.ErrInvalidMsg.Wrapf("job %d is a %s job: reveal its transcript with reveal-transcript (MsgRevealTranscript)", j.ID, j.Kind)
+	}
 	t, err := k.ver.Reveal(m.Job, m.Stage, from, m.Result, m.Salt, k.ctx.Height)
 	if err != nil {
 		return err
@@ -65,6 +68,9 @@ func (k *Keeper) ReportInput(from types.Address, m *verifier.MsgReportInput) err
 	}
 	if !ok {
 		return types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", j.ID, m.Stage)
+	}
+	if j.Kind == KindSplit {
+		return types.ErrInvalidMsg.Wrapf("job %d is a %s job: a stage that got no input commits and reveals an empty transcript (0 steps)", j.ID, j.Kind)
 	}
 	i := t.SlotOf(from)
 	switch {
@@ -447,14 +453,20 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 	case 0:
 		k.settle(j, stage, t, "no_results", types.Hash{})
 	case 1:
-		t.Status = verifier.TaskConfirming
-		t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
-		k.ver.SetTask(j.ID, stage, t)
-		k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
-		k.emit(EventTaskConfirming{Job: j.ID, Stage: stage, Result: results[0], SettlesAt: t.ConfirmBy})
+		k.confirm(j, stage, t, results[0])
 	default:
 		k.openVote(j, stage, t, verifier.TaskDisputed, results)
 	}
+}
+
+// confirm starts an agreed task's canary window: it settles on result at
+// ConfirmBy unless a canary claim contests it.
+func (k *Keeper) confirm(j *Job, stage uint16, t *verifier.Task, result types.Hash) {
+	t.Status = verifier.TaskConfirming
+	t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
+	k.ver.SetTask(j.ID, stage, t)
+	k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
+	k.emit(EventTaskConfirming{Job: j.ID, Stage: stage, Result: result, SettlesAt: t.ConfirmBy})
 }
 
 // noShow marks slot i dead: a light slash (burned: nobody is paid for
@@ -504,7 +516,9 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	if j.Kind == KindPipeline {
 		later = uint64(j.Stages-1-stage) * (ev + k.p.DisputeBlocks)
 	}
-	reassignable := k.ctx.Height+ev+later <= j.Expiry
+	// A split stage's replacement would replay its input transcript (not
+	// yet built): a split no-show's payment is refunded.
+	reassignable := k.ctx.Height+ev+later <= j.Expiry && j.Kind != KindSplit
 	var reassigned, reported bool
 	n := len(t.Slots)
 	for i := 0; i < n; i++ {
@@ -521,7 +535,7 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 		for reassignable && len(t.Backups) > 0 && to == (types.Address{}) {
 			cand := t.Backups[0]
 			t.Backups = t.Backups[1:]
-			if !t.Assigned(cand) && Eligible(k.kv, k.ctx.Params, k.ctx.Height, j, cand) == nil {
+			if !t.Assigned(cand) && EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, cand) == nil {
 				to = cand
 			}
 		}
@@ -547,7 +561,7 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	switch {
 	case reported:
 		k.openVote(j, stage, t, verifier.TaskInputCheck, nil)
-	case liveSlots(t) == 0:
+	case liveSlots(t) == 0 && j.Kind != KindSplit: // a split job's stages settle together (splitSettle)
 		k.settle(j, stage, t, "no_results", types.Hash{})
 	}
 }
@@ -753,6 +767,14 @@ func (k *Keeper) EndBlock() {
 			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status.Voting() && t.DisputeDeadline == d.height {
 				k.endVote(j, d.stage, t)
 			}
+		case deadlineSplit:
+			if j.Kind == KindSplit {
+				k.splitRevealDeadline(j, d.height)
+			}
+		case deadlineHandoff:
+			if j.Kind == KindSplit {
+				k.splitHandoffDeadline(j, d.height)
+			}
 		case deadlineConfirm:
 			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskConfirming && t.ConfirmBy == d.height {
 				k.settle(j, d.stage, t, "agreed", t.Revealed()[0])
@@ -809,7 +831,8 @@ func EscrowInvariant(r store.KV) error {
 // waiting task belongs to a running pipeline job, is not stage 0, has no
 // commitment, reveal, deadline, verdict or vote, and waits on a stage that
 // has not settled; a pipeline stage past waiting follows a settled stage.
-// No other job has a waiting task.
+// No other job has a waiting task. A split job's stages have one slot per
+// replica chain each and leave executing together (the scan).
 func StageInvariant(r store.KV) error {
 	ver := verifier.NewKeeper(r)
 	var bad error
@@ -821,9 +844,17 @@ func StageInvariant(r store.KV) error {
 			return true
 		}
 		var prev *verifier.Task
+		executing := 0
 		for s := uint16(0); s < j.Stages; s++ {
 			t, ok := ver.GetTask(j.ID, s)
+			if ok && t.Status == verifier.TaskExecuting {
+				executing++
+			}
 			switch {
+			case ok && j.Kind == KindSplit && len(t.Slots) != int(j.Redundancy):
+				return fail(s, "a split stage with %d slots, want one per replica chain (%d)", len(t.Slots), j.Redundancy)
+			case ok && j.Kind == KindSplit && t.Status == verifier.TaskWaiting:
+				return fail(s, "a split stage waiting: split stages are awarded and run together")
 			case !ok:
 			case t.Status == verifier.TaskWaiting:
 				if j.Kind != KindPipeline || s == 0 || j.State != JobRunning {
@@ -844,6 +875,9 @@ func StageInvariant(r store.KV) error {
 				return fail(s, "%s before stage %d settled", t.Status, s-1)
 			}
 			prev = t
+		}
+		if j.Kind == KindSplit && executing != 0 && executing != int(j.Stages) {
+			return fail(0, "%d of %d split stages executing: the scan moves them together", executing, j.Stages)
 		}
 		return false
 	})

@@ -66,8 +66,11 @@ func (s JobState) Open() bool { return s == JobBidding || s == JobRevealing || s
 const (
 	KindInference = "inference"
 	KindPipeline  = "pipeline"
-	ModeAuction   = "auction"
-	ModePool      = "pool"
+	// KindSplit is split inference: one LLM cut by layers into Stages
+	// slices, each stage run by Redundancy replica chains (split.go).
+	KindSplit   = "split"
+	ModeAuction = "auction"
+	ModePool    = "pool"
 )
 
 // Requirements restrict who may bid.
@@ -145,6 +148,10 @@ type Job struct {
 	// stage decided by a vote pays it to the validators who voted with the
 	// outcome. What is left returns to the client at completion.
 	FeeSpent *uint256.Int `rlp:"optional"`
+	// Slices are a split job's slice hashes, one per stage (empty for
+	// other kinds): a provider is eligible for stage s when it advertises
+	// Slices[s] or the whole Model.
+	Slices []types.Hash `rlp:"optional"`
 }
 
 // feeSpent is FeeSpent, zero when absent.

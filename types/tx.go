@@ -162,6 +162,10 @@ const (
 	MsgTypeRevealCanary MsgType = 17
 	MsgTypeCommitVote   MsgType = 18
 	MsgTypeReportInput  MsgType = 19
+
+	// Split inference (market).
+	MsgTypeRevealTranscript MsgType = 20
+	MsgTypeProveHandoff     MsgType = 21
 )
 
 // AddressLength is the length of an address in bytes.

@@ -198,10 +198,23 @@ type Slot struct {
 	// Checked: the slot's input report was decided (InputAvailable): the
 	// input is served by the validators now, and a second report is refused.
 	Checked bool `rlp:"optional"`
+	// Split inference (market.KindSplit): slot i of every stage is replica
+	// chain i. Result is Hout, the final running hash of what the slot
+	// sent; Hin is that of what it received, Steps the number of frames.
+	Hin   types.Hash `rlp:"optional"`
+	Steps uint32     `rlp:"optional"`
+	// Proven: the slot proved its input (Steps, Hin) with its upstream's
+	// hand-off signature (market.MsgProveHandoff).
+	Proven bool `rlp:"optional"`
+	// Settled: the slot was paid, refunded or slashed on its own before its
+	// task settled (a split slot outside the stage's compared group, or an
+	// upstream caught equivocating). It no longer counts.
+	Settled bool `rlp:"optional"`
 }
 
-// Live reports whether the slot still counts.
-func (s *Slot) Live() bool { return !s.NoShow }
+// Live reports whether the slot still counts: neither a no-show nor
+// settled on its own.
+func (s *Slot) Live() bool { return !s.NoShow && !s.Settled }
 
 // Task is one stage of a job as it executes.
 type Task struct {
@@ -368,33 +381,46 @@ func waitingErr(job uint64, stage uint16, what string) error {
 // Reveals open once every live slot has committed or the commit window has
 // closed.
 func (k Keeper) Reveal(job uint64, stage uint16, provider types.Address, result, salt types.Hash, height uint64) (*Task, error) {
-	t, ok := k.GetTask(job, stage)
-	if !ok {
-		return nil, types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", job, stage)
+	t, i, err := k.RevealSlot(job, stage, provider, height)
+	if err != nil {
+		return nil, err
 	}
-	i := t.SlotOf(provider)
-	switch {
-	case t.Status == TaskWaiting:
-		return nil, waitingErr(job, stage, "commit and reveal")
-	case t.Status != TaskExecuting:
-		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking reveals", job, stage, t.Status)
-	case i < 0:
-		return nil, types.ErrUnauthorized.Wrapf("%s is not assigned to job %d stage %d", provider, job, stage)
-	case !t.Slots[i].Committed:
-		return nil, types.ErrWrongPhase.Wrapf("%s has not committed a result for job %d stage %d: commit first", provider, job, stage)
-	case t.Slots[i].Revealed:
-		return nil, types.ErrDuplicate.Wrapf("%s already revealed its result for job %d stage %d", provider, job, stage)
-	case !t.AllCommitted() && height <= t.CommitDeadline:
-		return nil, types.ErrWrongPhase.Wrapf("job %d stage %d: reveals open when every provider has committed or after height %d", job, stage, t.CommitDeadline)
-	case height > t.RevealDeadline:
-		return nil, types.ErrWrongPhase.Wrapf("the reveal window of job %d stage %d closed at height %d (now %d)", job, stage, t.RevealDeadline, height)
-	case ResultCommitment(result, salt, provider) != t.Slots[i].Commitment:
+	if ResultCommitment(result, salt, provider) != t.Slots[i].Commitment {
 		return nil, types.ErrCommitMismatch.Wrapf("hash(result %x, salt, %s) is not the commitment %x", result, provider, t.Slots[i].Commitment)
 	}
 	t.Slots[i].Revealed = true
 	t.Slots[i].Result = result
 	k.SetTask(job, stage, t)
 	return t, nil
+}
+
+// RevealSlot checks that provider may reveal its commitment on a task now
+// and returns the task and its slot index; the caller checks the opening
+// against the commitment and records it. Reveals open once every live slot
+// has committed or the commit window has closed.
+func (k Keeper) RevealSlot(job uint64, stage uint16, provider types.Address, height uint64) (*Task, int, error) {
+	t, ok := k.GetTask(job, stage)
+	if !ok {
+		return nil, -1, types.ErrUnknownJob.Wrapf("job %d stage %d has no task: it was not awarded", job, stage)
+	}
+	i := t.SlotOf(provider)
+	switch {
+	case t.Status == TaskWaiting:
+		return nil, -1, waitingErr(job, stage, "commit and reveal")
+	case t.Status != TaskExecuting:
+		return nil, -1, types.ErrWrongPhase.Wrapf("job %d stage %d is %s, not taking reveals", job, stage, t.Status)
+	case i < 0:
+		return nil, -1, types.ErrUnauthorized.Wrapf("%s is not assigned to job %d stage %d", provider, job, stage)
+	case !t.Slots[i].Committed:
+		return nil, -1, types.ErrWrongPhase.Wrapf("%s has not committed a result for job %d stage %d: commit first", provider, job, stage)
+	case t.Slots[i].Revealed:
+		return nil, -1, types.ErrDuplicate.Wrapf("%s already revealed its result for job %d stage %d", provider, job, stage)
+	case !t.AllCommitted() && height <= t.CommitDeadline:
+		return nil, -1, types.ErrWrongPhase.Wrapf("job %d stage %d: reveals open when every provider has committed or after height %d", job, stage, t.CommitDeadline)
+	case height > t.RevealDeadline:
+		return nil, -1, types.ErrWrongPhase.Wrapf("the reveal window of job %d stage %d closed at height %d (now %d)", job, stage, t.RevealDeadline, height)
+	}
+	return t, i, nil
 }
 
 // SealVote stores validator's sealed vote on a voting task; a validator

@@ -1,0 +1,56 @@
+package chain
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// TestSplitJobQuery runs the split scenario through real transactions and
+// reads job 2 back with the /job/ query: its slices, and per slot the
+// chain index, the revealed input hash and frame count, the proof and the
+// equivocator settled on its own, as an agent reads them.
+func TestSplitJobQuery(t *testing.T) {
+	s := runFinding(t, "split")
+	res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: QueryJob + "2"})
+	if err != nil || res.Code != 0 {
+		t.Fatalf("query: %v %d %s", err, res.GetCode(), res.GetLog())
+	}
+	var v JobView
+	if err := json.Unmarshal(res.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Kind != market.KindSplit || !slices.Equal(v.Slices, []types.Hash{s.word("s0"), s.word("s1")}) || len(v.Tasks) != 2 {
+		t.Fatalf("job 2: kind %s, slices %x, %d tasks; want split, #s0 #s1, 2", v.Kind, v.Slices, len(v.Tasks))
+	}
+	type slot struct {
+		chain           uint16
+		provider        string
+		steps           uint32
+		hin             string
+		proven, settled bool
+	}
+	var got []slot
+	for _, tv := range v.Tasks {
+		for _, sv := range tv.Slots {
+			if sv.Chain == nil || sv.Hin == nil {
+				t.Fatalf("stage %d slot %s: no chain or hin in the view", tv.Stage, s.nameOf(sv.Provider))
+			}
+			got = append(got, slot{*sv.Chain, s.nameOf(sv.Provider), sv.Steps, s.hashStr(*sv.Hin), sv.Proven, sv.Settled})
+		}
+	}
+	want := []slot{
+		{0, "p0c", 9, "#prompt", false, true}, // equivocated
+		{1, "p0a", 9, "#prompt", false, true}, // paid unverified
+		{0, "p1a", 9, "#x", true, false},      // proved p0c's signature
+		{1, "p1b", 9, "#x", false, false},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("slots %+v, want %+v", got, want)
+	}
+}
