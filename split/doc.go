@@ -7,8 +7,8 @@
 // # Frames
 //
 // Everything that crosses a stage boundary is a binary frame (frame.go):
-// a fixed 40-byte little-endian header (kind, job, chain, sender stage,
-// step, pos0, n, n_embd, flags), the payload (n·n_embd f32 residual rows,
+// a fixed 36-byte little-endian header (kind, sender stage, job, step,
+// pos0, n, n_embd, flags), the payload (n·n_embd f32 residual rows,
 // n int32 tokens, or an error message) and the sender's 65-byte
 // signature. Decode refuses, before any model sees it, a frame whose size
 // disagrees with its header, a width other than the model's, a non-finite
@@ -16,6 +16,11 @@
 // unknown flags or trailing bytes. The header gives the frame's length,
 // so a stream reader checks it against the link's limits before it
 // allocates anything.
+//
+// The replica chain is not in the frame: the signature binds it and the
+// stream names it once. Equal computations in two chains thus give equal
+// frames and equal running hashes, which the chain's divergence rule
+// compares.
 //
 // # Signed running hashes
 //
@@ -46,9 +51,10 @@
 // # Transport
 //
 // Protocol "/ogpu/split/1" (transport.go): the sender opens one
-// long-lived libp2p stream per link to the receiver and writes frames
-// back to back. The receiver's Server routes a stream by the link its
-// first frame names, asks the caller's Authorize whether the remote peer
+// long-lived libp2p stream per link to the receiver, names the replica
+// chain in a 6-byte preamble and writes frames back to back. The
+// receiver's Server routes a stream by the link its preamble and first
+// frame name, asks the caller's Authorize whether the remote peer
 // may send on that link and who must sign it, and then checks every frame
 // with a Receiver under a per-frame deadline. A frame that fails is
 // refused: the receiver writes one refusal message back (a 2-byte length

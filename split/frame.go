@@ -18,27 +18,33 @@ import (
 //	 3   1   version (1)
 //	 4   1   kind (Kind)
 //	 5   1   reserved, zero
-//	 6   2   chain   replica chain of the link
-//	 8   2   stage   the sender's stage (market.ClientStage for the client)
-//	10   2   reserved, zero
-//	12   8   job
-//	20   4   step    frame counter on this link, from 1
-//	24   4   pos0    global position of the first row or token
-//	28   4   n       rows, tokens, or message bytes
-//	32   4   n_embd  row width (KindActivations only, else 0)
-//	36   4   flags   (Flags)
-//	40       payload: n·n_embd f32 (KindActivations), n int32
+//	 6   2   stage   the sender's stage (market.ClientStage for the client)
+//	 8   8   job
+//	16   4   step    frame counter on this link, from 1
+//	20   4   pos0    global position of the first row or token
+//	24   4   n       rows, tokens, or message bytes
+//	28   4   n_embd  row width (KindActivations only, else 0)
+//	32   4   flags   (Flags)
+//	36       payload: n·n_embd f32 (KindActivations), n int32
 //	         (KindTokens, KindToken), n bytes of UTF-8 (KindError)
 //	 …  65   signature [R || S || V] over market.HandoffDigest of the
 //	         running hash that includes this frame (see Sender)
 //
 // The header alone gives the frame's length, so frames need no length
 // prefix on a stream and a transcript is frames back to back.
+//
+// The replica chain is deliberately not in the frame: it is bound by the
+// signature (HandoffDigest covers it) and named once per stream (see
+// Protocol). So the frames stage s of chain A sends are byte for byte
+// those stage s of chain B sends when both compute the same thing, and
+// the running hashes that stages commit on chain compare across chains
+// (the divergence rule's "equal inputs"; P7's "four parties hold the
+// same bytes").
 
 // Frame layout constants.
 const (
 	// HeaderSize is the fixed header's size in bytes.
-	HeaderSize = 40
+	HeaderSize = 36
 	// SigSize is the signature's size in bytes.
 	SigSize = crypto.SignatureLength
 	// Version is the frame format version.
@@ -111,7 +117,6 @@ var ErrBadFrame = errors.New("bad split frame")
 // Header is a frame's fixed part.
 type Header struct {
 	Kind  Kind
-	Chain uint16
 	Stage uint16
 	Job   uint64
 	Step  uint32
@@ -217,20 +222,19 @@ func parseHeader(b []byte) (Header, error) {
 	if b[3] != Version {
 		return Header{}, fmt.Errorf("%w: field version is %d, this node speaks version %d", ErrBadFrame, b[3], Version)
 	}
-	if b[5] != 0 || b[10] != 0 || b[11] != 0 {
-		return Header{}, fmt.Errorf("%w: reserved header bytes are not zero", ErrBadFrame)
+	if b[5] != 0 {
+		return Header{}, fmt.Errorf("%w: reserved header byte is not zero", ErrBadFrame)
 	}
 	le := binary.LittleEndian
 	h := Header{
 		Kind:  Kind(b[4]),
-		Chain: le.Uint16(b[6:]),
-		Stage: le.Uint16(b[8:]),
-		Job:   le.Uint64(b[12:]),
-		Step:  le.Uint32(b[20:]),
-		Pos0:  le.Uint32(b[24:]),
-		N:     le.Uint32(b[28:]),
-		NEmbd: le.Uint32(b[32:]),
-		Flags: Flags(le.Uint32(b[36:])),
+		Stage: le.Uint16(b[6:]),
+		Job:   le.Uint64(b[8:]),
+		Step:  le.Uint32(b[16:]),
+		Pos0:  le.Uint32(b[20:]),
+		N:     le.Uint32(b[24:]),
+		NEmbd: le.Uint32(b[28:]),
+		Flags: Flags(le.Uint32(b[32:])),
 	}
 	if err := h.checkShape(); err != nil {
 		return Header{}, err
@@ -397,9 +401,7 @@ func (f *Frame) appendBody(dst []byte) ([]byte, error) {
 	}
 	le := binary.LittleEndian
 	dst = append(dst, magic[0], magic[1], magic[2], Version, byte(h.Kind), 0)
-	dst = le.AppendUint16(dst, h.Chain)
 	dst = le.AppendUint16(dst, h.Stage)
-	dst = append(dst, 0, 0)
 	dst = le.AppendUint64(dst, h.Job)
 	dst = le.AppendUint32(dst, h.Step)
 	dst = le.AppendUint32(dst, h.Pos0)

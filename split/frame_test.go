@@ -40,7 +40,7 @@ func encodeT(t testing.TB, f Frame) []byte {
 }
 
 func actFrame() Frame {
-	return Frame{Header: Header{Kind: KindActivations, Job: 7, Chain: 1, Stage: 0, Step: 1, Pos0: 0, N: 3, NEmbd: 8, Flags: FlagReset}, Rows: rowsOf(3, 8, 0.5)}
+	return Frame{Header: Header{Kind: KindActivations, Job: 7, Stage: 0, Step: 1, Pos0: 0, N: 3, NEmbd: 8, Flags: FlagReset}, Rows: rowsOf(3, 8, 0.5)}
 }
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -49,7 +49,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		f    Frame
 	}{
 		{"activations", actFrame()},
-		{"tokens", Frame{Header: Header{Kind: KindTokens, Job: 1 << 40, Chain: 3, Stage: 0xFFFF, Step: 9, Pos0: 10, N: 4}, Tokens: []int32{0, 1, 98, 99}}},
+		{"tokens", Frame{Header: Header{Kind: KindTokens, Job: 1 << 40, Stage: 0xFFFF, Step: 9, Pos0: 10, N: 4}, Tokens: []int32{0, 1, 98, 99}}},
 		{"token", Frame{Header: Header{Kind: KindToken, Job: 2, Stage: 2, Step: 3, Pos0: 256, N: 1}, Tokens: []int32{42}}},
 		{"close", Frame{Header: Header{Kind: KindClose, Job: 2, Stage: 1, Step: 5}}},
 		{"error", Frame{Header: Header{Kind: KindError, Job: 2, Stage: 1, Step: 5, N: 7}, Message: "boom ü"}},
@@ -78,6 +78,15 @@ func TestFrameRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// Header field offsets.
+const (
+	offStep  = 16
+	offPos0  = 20
+	offN     = 24
+	offNEmbd = 28
+	offFlags = 32
+)
 
 // setLE overwrites a little-endian field of an encoded frame.
 func setLE(b []byte, off int, v uint32, size int) []byte {
@@ -118,20 +127,20 @@ func TestDecodeRefuses(t *testing.T) {
 		{"version", setLE(good, 3, 2, 1), "field version"},
 		{"reserved", setLE(good, 5, 1, 1), "reserved"},
 		{"unknown kind", setLE(good, 4, 9, 1), "field kind"},
-		{"step zero", setLE(good, 20, 0, 4), "field step"},
-		{"unknown flag", setLE(good, 36, 4, 4), "field flags"},
-		{"wrong n_embd", setLE(setLE(good, 32, 6, 4), 28, 4, 4), "field n_embd is 6"},
-		{"n_embd with length to match", setLE(good, 32, 4, 4), "field n_embd is 4"},
-		{"n too large", setLE(good, 28, 17, 4), "field n is 17"},
-		{"n zero", setLE(good, 28, 0, 4), "field n is 0"},
-		{"n wrong for payload", setLE(good, 28, 2, 4), "trailing bytes"},
-		{"huge n", setLE(good, 28, math.MaxUint32, 4), "fields n 4294967295 and n_embd 8"},
-		{"beyond context", setLE(good, 24, 254, 4), "beyond the context"},
+		{"step zero", setLE(good, offStep, 0, 4), "field step"},
+		{"unknown flag", setLE(good, offFlags, 4, 4), "field flags"},
+		{"wrong n_embd", setLE(setLE(good, offNEmbd, 6, 4), offN, 4, 4), "field n_embd is 6"},
+		{"n_embd with length to match", setLE(good, offNEmbd, 4, 4), "field n_embd is 4"},
+		{"n too large", setLE(good, offN, 17, 4), "field n is 17"},
+		{"n zero", setLE(good, offN, 0, 4), "field n is 0"},
+		{"n wrong for payload", setLE(good, offN, 2, 4), "trailing bytes"},
+		{"huge n", setLE(good, offN, math.MaxUint32, 4), "fields n 4294967295 and n_embd 8"},
+		{"beyond context", setLE(good, offPos0, 254, 4), "beyond the context"},
 		{"NaN", nanB, "is NaN"},
 		{"Inf", infB, "is -Inf"},
 		{"token out of vocabulary", setLE(tok, HeaderSize, 100, 4), "outside the vocabulary"},
 		{"negative token", setLE(tok, HeaderSize+4, math.MaxUint32, 4), "token 1 is -1"},
-		{"n_embd in a token frame", setLE(tok, 32, 8, 4), "field n_embd is 8 in a tokens frame"},
+		{"n_embd in a token frame", setLE(tok, offNEmbd, 8, 4), "field n_embd is 8 in a tokens frame"},
 		{"close with n", encodeRaw(Header{Kind: KindClose, Step: 1, N: 1}, []byte{0}), "field n is 1 in a close frame"},
 		{"error too long", encodeRaw(Header{Kind: KindError, Step: 1, N: MaxMessage + 1}, make([]byte, MaxMessage+1)), "message limit"},
 		{"error not UTF-8", encodeRaw(Header{Kind: KindError, Step: 1, N: 1}, []byte{0xff}), "not UTF-8"},
@@ -161,9 +170,7 @@ func TestDecodeRefuses(t *testing.T) {
 func encodeRaw(h Header, payload []byte) []byte {
 	le := binary.LittleEndian
 	b := append([]byte{}, magic[0], magic[1], magic[2], Version, byte(h.Kind), 0)
-	b = le.AppendUint16(b, h.Chain)
 	b = le.AppendUint16(b, h.Stage)
-	b = append(b, 0, 0)
 	b = le.AppendUint64(b, h.Job)
 	for _, v := range []uint32{h.Step, h.Pos0, h.N, h.NEmbd, uint32(h.Flags)} {
 		b = le.AppendUint32(b, v)

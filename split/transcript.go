@@ -38,9 +38,9 @@ func NextRun(prev types.Hash, body []byte) types.Hash {
 
 // Errors a Receiver returns besides ErrBadFrame; test with errors.Is.
 var (
-	// ErrWrongLink: the frame names another job, chain or sender stage
-	// than the link it arrived on (P3: a receiver takes frames only from
-	// the stage before it in its own replica chain).
+	// ErrWrongLink: the frame names another job or sender stage than the
+	// link it arrived on. (A frame of another replica chain fails the
+	// signature check: the digest covers the chain, P3.)
 	ErrWrongLink = errors.New("frame for another link")
 	// ErrBadStep: the step does not follow the last one (replayed,
 	// dropped or reordered frame).
@@ -94,11 +94,11 @@ func NewSender(key *ecdsa.PrivateKey, link Link) (*Sender, error) {
 	return &Sender{key: key, link: link}, nil
 }
 
-// Seal sets f's job, chain, stage and step (the next one), extends the
+// Seal sets f's job, stage and step (the next one), extends the
 // running hash with it, signs, and returns the frame's wire bytes. A
 // frame that cannot be encoded changes nothing.
 func (s *Sender) Seal(f Frame) ([]byte, error) {
-	f.Job, f.Chain, f.Stage, f.Step = s.link.Job, s.link.Chain, s.link.From, s.step+1
+	f.Job, f.Stage, f.Step = s.link.Job, s.link.From, s.step+1
 	if f.Step == 0 {
 		return nil, fmt.Errorf("split sender: %s has sent 2^32-1 frames", s.link)
 	}
@@ -293,7 +293,8 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 // the running hash, the last signature and the transcript advance. Any
 // error leaves the receiver as it was. Checks, cheapest first: format and
 // limits, link (job, chain, sender stage), kind, step, positions,
-// transcript bound, signature.
+// transcript bound, signature (which binds the chain id and the replica
+// chain: a frame signed for another chain is refused, P3).
 func (r *Receiver) Accept(wire []byte) (Frame, error) {
 	if r.closed != 0 {
 		return Frame{}, fmt.Errorf("%w: %s ended with a %s frame at step %d", ErrLinkClosed, r.c.Link, r.closed, r.step)
@@ -303,8 +304,8 @@ func (r *Receiver) Accept(wire []byte) (Frame, error) {
 		return Frame{}, err
 	}
 	l := r.c.Link
-	if f.Job != l.Job || f.Chain != l.Chain || f.Stage != l.From {
-		got := Link{Job: f.Job, Chain: f.Chain, From: f.Stage}
+	if f.Job != l.Job || f.Stage != l.From {
+		got := Link{Job: f.Job, Chain: l.Chain, From: f.Stage}
 		return Frame{}, fmt.Errorf("%w: a frame of %s arrived on the link of %s", ErrWrongLink, got, l)
 	}
 	if f.Kind.data() && f.Kind != r.c.Carries {

@@ -201,7 +201,7 @@ func TestReceiverRefuses(t *testing.T) {
 			s, _ := NewSender(k, l)
 			seal(t, s, act(0, 4, FlagReset))
 			return seal(t, s, act(4, 1, 0))
-		}, ErrWrongLink, "job 7 chain 1 from stage 1 arrived on the link of job 7 chain 0 from stage 1"},
+		}, ErrBadSignature, "step 2 of job 7 chain 0 from stage 1 is signed by"},
 		{"other stage", func(t *testing.T, _ *Sender, k *ecdsa.PrivateKey) []byte {
 			l := actLink
 			l.From = 2
