@@ -398,6 +398,10 @@ func (in *Inbox) serve(st network.Stream, hb []byte) {
 		if !first {
 			_ = st.SetReadDeadline(time.Now().Add(c.IdleTimeout))
 			if _, err := io.ReadFull(st, hb); err != nil {
+				if err == io.ErrUnexpectedEOF {
+					in.fail(st, fmt.Errorf("%w: truncated: the stream ended inside frame %d's header", ErrBadFrame, in.steps()+1))
+					return
+				}
 				// The sender dropped the stream between frames (or
 				// stayed idle too long): it may reconnect.
 				_ = st.Reset()
