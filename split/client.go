@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -285,5 +284,3 @@ func (r *Result) Agreed() bool {
 	}
 	return r.Divergence == nil
 }
-
-var _ = slices.Equal[[]int32]
