@@ -129,7 +129,8 @@ func Generate(ctx context.Context, srv *Server, c ClientConfig, prompt []int32) 
 		return nil, err
 	}
 	for j := range g.outs {
-		rec := ChainRecord{SentSteps: g.outs[j].Sender().Steps(), SentRun: g.outs[j].Sender().Run()}
+		rec := ChainRecord{}
+		rec.SentSteps, rec.SentRun = g.outs[j].Sent()
 		rec.Received, _ = g.ins[j].Evidence()
 		res.Chains = append(res.Chains, rec)
 	}
@@ -168,7 +169,7 @@ func (g *generation) send(ctx context.Context, f Frame) error {
 func (g *generation) recv(ctx context.Context, step, pos uint32) (int32, *Divergence, error) {
 	toks := make([]int32, len(g.ins))
 	for j, in := range g.ins {
-		f, err := in.Recv(ctx)
+		f, err := recvWatching(ctx, in, g.outs[j])
 		switch {
 		case err == io.EOF:
 			return 0, nil, fmt.Errorf("chain %d: the last stage closed the link before the token of step %d", j, step)
@@ -244,6 +245,29 @@ func (g *generation) run(ctx context.Context, prompt []int32) (*Result, error) {
 		tok = t
 	}
 	return res, g.finish(ctx, g.step)
+}
+
+// recvWatching is in.Recv, cut short if stage 0 refuses or ends the
+// stream o feeds: then no token will come.
+func recvWatching(ctx context.Context, in *Inbox, o *Outbox) (Frame, error) {
+	done, why := o.watch()
+	if done == nil {
+		return in.Recv(ctx)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-done:
+			cancel(why())
+		case <-rctx.Done():
+		}
+	}()
+	f, err := in.Recv(rctx)
+	if err != nil && ctx.Err() == nil && context.Cause(rctx) != nil {
+		err = fmt.Errorf("stage 0: %w", context.Cause(rctx))
+	}
+	return f, err
 }
 
 // finish sends every chain a close frame and waits for each chain's

@@ -220,11 +220,15 @@ func (st *Stage) Close() {
 // the stage sent as many unless it stopped on a refused frame.
 func (st *Stage) Commitment() Commitment {
 	t, hin := st.in.Received()
-	return Commitment{T: t, Hin: hin, Hout: st.out.Sender().Run()}
+	_, hout := st.out.Sent()
+	return Commitment{T: t, Hin: hin, Hout: hout}
 }
 
 // Sent is the number of frames the stage sent.
-func (st *Stage) Sent() uint32 { return st.out.Sender().Steps() }
+func (st *Stage) Sent() uint32 {
+	n, _ := st.out.Sent()
+	return n
+}
 
 // Evidence is the upstream's signature over what the stage received.
 func (st *Stage) Evidence() (Evidence, bool) { return st.in.Evidence() }

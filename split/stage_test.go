@@ -276,3 +276,21 @@ func TestLyingStageHaltsInPrefill(t *testing.T) {
 		}
 	}
 }
+
+// TestClientRefusedByStage0: a client that stage 0 does not admit (not
+// the job's client) learns why at once instead of waiting for tokens.
+func TestClientRefusedByStage0(t *testing.T) {
+	p := newPipeline(t, 2, 1)
+	impostor := newNode(t)
+	isrv := newServer(t, impostor, p.authorize(func(uint16, uint16) bool { return true }))
+	connect(t, impostor, p.nodes[0][0])
+	c := p.clientConfig(4)
+	c.Key = impostor.key
+	_, err := Generate(testCtx(t), isrv, c, testPrompt)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "may not send job 7 chain 0 from the client") {
+		t.Fatalf("impostor client: %v", err)
+	}
+	if n := p.fakes[0][0].Calls(); n != 0 {
+		t.Fatalf("stage 0 ran the impostor's prompt %d times", n)
+	}
+}

@@ -586,8 +586,14 @@ func NewOutbox(h host.Host, s *Sender, c OutboxConfig) (*Outbox, error) {
 	return &Outbox{h: h, c: c, s: s}, nil
 }
 
-// Sender is the outbox's sender (Steps, Run: T and Hout).
-func (o *Outbox) Sender() *Sender { return o.s }
+// Sent is the number of frames sealed and their running hash (T and
+// Hout of the sending side). A frame whose write failed is counted: it
+// was signed.
+func (o *Outbox) Sent() (uint32, types.Hash) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.s.Steps(), o.s.Run()
+}
 
 // Send seals f and writes it. A frame that cannot be sealed returns an
 // error and changes nothing; a failed write (or a refusal the receiver
@@ -628,7 +634,11 @@ func (o *Outbox) Send(ctx context.Context, f Frame) error {
 		deadline = d
 	}
 	_ = o.st.SetWriteDeadline(deadline)
-	if _, err := o.st.Write(wire); err != nil {
+	st := o.st
+	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
+	_, err = st.Write(wire)
+	stop()
+	if err != nil {
 		o.err = o.explain(fmt.Errorf("cannot send frame %d of %s to %s: %w", o.s.Steps(), o.s.link, o.c.To, err))
 		_ = o.st.Reset()
 		return o.err
@@ -653,6 +663,20 @@ func (o *Outbox) readRefusal(st network.Stream) {
 		return
 	}
 	o.refusal = fmt.Errorf("%w %s: %s", ErrRefused, o.c.To, printable(string(msg)))
+}
+
+// watch returns a channel closed when the receiver ends the stream
+// (nil before the first frame), and a func saying why: its refusal, or
+// that it closed the stream.
+func (o *Outbox) watch() (<-chan struct{}, func() error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.readDone, func() error {
+		if o.refusal != nil {
+			return o.refusal
+		}
+		return fmt.Errorf("%s ended the stream of %s", o.c.To, o.s.link)
+	}
 }
 
 // refused returns the receiver's refusal if the reader has seen one.
