@@ -61,6 +61,9 @@ const (
 	// DefaultMaxPending is the most streams a server reads a first
 	// header from and authorizes at once.
 	DefaultMaxPending = 16
+	// maxPendingPerPeer is the most streams of one peer a server reads
+	// a first header from and authorizes at once.
+	maxPendingPerPeer = 2
 	// inboxBuffer is the most accepted frames an inbox holds for its
 	// reader; beyond them the stream's flow control holds the sender.
 	inboxBuffer = 64
@@ -102,8 +105,10 @@ type Server struct {
 	mu      sync.Mutex
 	links   map[Link]*Inbox
 	streams map[network.Stream]struct{} // open streams, reset by Close
-	closed  bool
-	wg      sync.WaitGroup
+	// pendingPeer counts each peer's streams not yet authorized.
+	pendingPeer map[peer.ID]int
+	closed      bool
+	wg          sync.WaitGroup
 }
 
 // NewServer installs the Protocol handler on h.
@@ -140,6 +145,8 @@ func NewServer(h host.Host, c ServerConfig) (*Server, error) {
 		cancel:  cancel,
 		links:   map[Link]*Inbox{},
 		streams: map[network.Stream]struct{}{},
+
+		pendingPeer: map[peer.ID]int{},
 	}
 	h.SetStreamHandler(Protocol, s.handle)
 	return s, nil
@@ -241,6 +248,26 @@ func (s *Server) track(st network.Stream) bool {
 	return true
 }
 
+// enterPending counts a not yet authorized stream of p; false if p has
+// maxPendingPerPeer already.
+func (s *Server) enterPending(p peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pendingPeer[p] >= maxPendingPerPeer {
+		return false
+	}
+	s.pendingPeer[p]++
+	return true
+}
+
+func (s *Server) leavePending(p peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pendingPeer[p]--; s.pendingPeer[p] <= 0 {
+		delete(s.pendingPeer, p)
+	}
+}
+
 func (s *Server) untrack(st network.Stream) {
 	s.mu.Lock()
 	delete(s.streams, st)
@@ -281,21 +308,36 @@ func (s *Server) handle(st network.Stream) {
 		return
 	}
 	defer s.untrack(st)
+	// Streams not yet authorized are bounded per peer and in all; a
+	// stream waits for a slot up to the frame deadline, so that peers
+	// that open streams and stay silent delay real links, not refuse them.
+	remote := st.Conn().RemotePeer()
+	if !s.enterPending(remote) {
+		refuse(st, s.c.FrameTimeout, fmt.Errorf("%w: peer %s has %d streams being opened already", ErrForbidden, remote, maxPendingPerPeer))
+		return
+	}
+	wait := time.NewTimer(s.c.FrameTimeout)
 	select {
 	case s.pending <- struct{}{}:
-	default:
+		wait.Stop()
+	case <-wait.C:
+		s.leavePending(remote)
 		refuse(st, s.c.FrameTimeout, fmt.Errorf("%w: too many streams being opened at once; retry", ErrForbidden))
+		return
+	case <-s.ctx.Done():
+		s.leavePending(remote)
+		_ = st.Reset()
 		return
 	}
 	held := true
 	release := func() {
 		if held {
 			<-s.pending
+			s.leavePending(remote)
 			held = false
 		}
 	}
 	defer release()
-	remote := st.Conn().RemotePeer()
 	_ = st.SetReadDeadline(time.Now().Add(s.c.FrameTimeout))
 	pre := make([]byte, preambleSize+HeaderSize)
 	if _, err := io.ReadFull(st, pre); err != nil {

@@ -328,3 +328,41 @@ func TestServerCloseEndsStreams(t *testing.T) {
 		t.Fatal("Close hangs on a stream stuck mid-header")
 	}
 }
+
+// TestSilentStreamsDoNotBlock: a peer that opens streams and says
+// nothing holds at most maxPendingPerPeer of them, and the job's real
+// links still open.
+func TestSilentStreamsDoNotBlock(t *testing.T) {
+	p := newPipeline(t, 2, 1)
+	stranger := newNode(t)
+	var sts []network.Stream
+	for range maxPendingPerPeer {
+		st := rawStream(t, stranger, p.nodes[0][1])
+		write(t, st, []byte("og")) // opens the stream on the far side
+		sts = append(sts, st)
+	}
+	for i := 0; ; i++ { // until the server holds them
+		srv := p.srvs[0][1]
+		srv.mu.Lock()
+		n := srv.pendingPeer[stranger.id()]
+		srv.mu.Unlock()
+		if n == maxPendingPerPeer {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("the server holds %d of the stranger's streams", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	extra := rawStream(t, stranger, p.nodes[0][1])
+	write(t, extra, []byte("og"))
+	if msg := readRefusal(t, extra); !strings.Contains(msg, "streams being opened already") {
+		t.Fatalf("a stream beyond the per-peer bound: %q", msg)
+	}
+	res, err := Generate(testCtx(t), p.csrv, p.clientConfig(6), testPrompt)
+	if err != nil || !slices.Equal(res.Tokens, wholeModel(2, testPrompt, 6, nil)) {
+		t.Fatalf("the real job beside silent streams: %+v, %v", res, err)
+	}
+	waitStages(t, p)
+	_ = sts
+}
