@@ -33,9 +33,11 @@
 // and frame t is signed over market.HandoffDigest(chainID, job, chain,
 // stage, t, Hrun_t). A Sender seals frames; a Receiver checks the step
 // (previous + 1: no replay, no gap), the positions (each data frame starts
-// where the previous ended; FlagReset restarts a session at 0), the link
-// named in the header (P3: only stage s of the same replica chain feeds
-// stage s+1) and that the signature recovers to the link's sender. The
+// where the previous ended; FlagReset restarts a session at 0), the job
+// and sending stage named in the header, and that the signature recovers
+// to the link's sender; the digest covers the replica chain, so a frame
+// of another chain fails (P3: only stage s of the same replica chain
+// feeds stage s+1). The
 // receiver keeps the running hash, the last signature (Evidence: the
 // proof, for MsgProveHandoff, of what it received) and the transcript
 // itself, bounded by the job's context, to publish for a dispute or a
@@ -44,9 +46,9 @@
 // The client signs what it feeds stage 0 (stage market.ClientStage), every
 // stage signs what it sends on, and the last stage signs the tokens it
 // sends straight to the client. A stage sends exactly one frame for each
-// frame it receives (rows for rows, a token for rows at the last stage,
-// close for close, an error for an error), so its commitment is
-// Commitment{T, Hin, Hout} with one T.
+// frame it receives (rows for rows; at the last stage a token for rows,
+// for every prefill chunk too; close for close; an error for an error),
+// so its commitment is Commitment{T, Hin, Hout} with one T.
 //
 // # Transport
 //
