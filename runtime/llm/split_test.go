@@ -419,3 +419,34 @@ func TestSplitManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestVocab: the vocabulary of the whole model and of stage 0's slice
+// tokenize like the model; a middle slice has none.
+func TestVocab(t *testing.T) {
+	m := loadModel(t, testOptions)
+	want, err := m.Tokenize(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := splitModel(t, 2, 4)
+	for _, p := range []string{modelPath(t), files[0].Path} {
+		v, err := LoadVocab(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Tokenize(prompt)
+		v.Close()
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, %v; want %v", p, got, err, want)
+		}
+		if v.Detokenize(got[1:]) != m.Detokenize(want[1:]) || v.NumVocab() != m.NumVocab() || !v.IsEOG(2) {
+			t.Fatalf("%s: detokenize or eog differ", p)
+		}
+	}
+	if _, err := LoadVocab(files[1].Path); err == nil || !strings.Contains(err.Error(), "no vocabulary") {
+		t.Fatalf("middle slice: %v", err)
+	}
+	if c, s := CPUClass(testOptions, Sampler{}), m.Class(Sampler{}); c != s {
+		t.Fatalf("CPUClass %q, Model.Class %q", c, s)
+	}
+}

@@ -92,12 +92,19 @@ func (s *Stage) Options() Options { return s.opts }
 // Class is the determinism class of the stage: the same string as a whole
 // model's (Model.Class) with the same options, because split runs are
 // bit-identical to whole runs.
-func (s *Stage) Class(sm Sampler) string {
+func (s *Stage) Class(sm Sampler) string { return CPUClass(s.opts, sm) }
+
+// CPUClass is the determinism class of CPU runs (whole or split) of this
+// build with options o and sampler sm, without loading a model.
+func CPUClass(o Options, sm Sampler) string {
+	o, _ = o.withDefaults()
 	backend := "cpu"
-	if f := cpuFeatures(); len(f) > 0 {
-		backend = "cpu+" + strings.Join(f, "+")
+	if err := initBackend(); err == nil {
+		if f := cpuFeatures(); len(f) > 0 {
+			backend = "cpu+" + strings.Join(f, "+")
+		}
 	}
-	return classOf(backend, s.opts, sm)
+	return classOf(backend, o, sm)
 }
 
 // Close releases the stage; open sessions must be closed first.
