@@ -55,7 +55,7 @@ func connect(t testing.TB, a, b node) {
 
 func newServer(t testing.TB, n node, auth Authorize) *Server {
 	t.Helper()
-	s, err := NewServer(n.h.Host(), ServerConfig{ChainID: testChainID, Authorize: auth, Logger: quiet})
+	s, err := NewServer(n.h.Host(), ServerConfig{ChainID: testChainID, Authorize: auth, Logger: quiet, ExpectWait: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

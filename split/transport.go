@@ -58,6 +58,8 @@ const (
 	// DefaultFrameTimeout bounds reading one frame once its first byte
 	// arrived (and a first header, and Authorize), and writing one frame.
 	DefaultFrameTimeout = 30 * time.Second
+	// DefaultExpectWait: see ServerConfig.ExpectWait.
+	DefaultExpectWait = 10 * time.Second
 	// DefaultMaxPending is the most streams a server reads a first
 	// header from and authorizes at once.
 	DefaultMaxPending = 16
@@ -84,6 +86,11 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// FrameTimeout: DefaultFrameTimeout if 0.
 	FrameTimeout time.Duration
+	// ExpectWait is how long a stream for a link nobody expects yet waits
+	// for its inbox before it is refused (parties learn of an award in
+	// the same block; the sender may be first): DefaultExpectWait if 0,
+	// no wait if negative.
+	ExpectWait time.Duration
 	// MaxPending: DefaultMaxPending if 0.
 	MaxPending int
 	// Logger: slog.Default() if nil.
@@ -104,7 +111,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	links   map[Link]*Inbox
-	streams map[network.Stream]struct{} // open streams, reset by Close
+	// expected is closed (and replaced) whenever an inbox opens, waking
+	// streams that arrived for a link before its receiver expected it.
+	expected chan struct{}
+	streams  map[network.Stream]struct{} // open streams, reset by Close
 	// pendingPeer counts each peer's streams not yet authorized.
 	pendingPeer map[peer.ID]int
 	closed      bool
@@ -127,6 +137,9 @@ func NewServer(h host.Host, c ServerConfig) (*Server, error) {
 	}
 	if c.MaxPending == 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.ExpectWait == 0 {
+		c.ExpectWait = DefaultExpectWait
 	}
 	if c.IdleTimeout < 0 || c.FrameTimeout < 0 || c.MaxPending < 0 {
 		return nil, errors.New("split server: timeouts and MaxPending must not be negative")
@@ -226,6 +239,10 @@ func (s *Server) Expect(c InboxConfig) (*Inbox, error) {
 		quit:   make(chan struct{}),
 	}
 	s.links[link] = in
+	if s.expected != nil {
+		close(s.expected)
+		s.expected = nil
+	}
 	return in, nil
 }
 
@@ -233,6 +250,36 @@ func (s *Server) lookup(l Link) *Inbox {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.links[l]
+}
+
+// await returns the inbox of l, waiting up to the frame deadline for it:
+// every party of a job learns of the award from the same block, and an
+// upstream may be faster to send than its downstream to expect.
+func (s *Server) await(l Link) *Inbox {
+	if s.c.ExpectWait < 0 {
+		return s.lookup(l)
+	}
+	deadline := time.NewTimer(s.c.ExpectWait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		in := s.links[l]
+		if in == nil && s.expected == nil {
+			s.expected = make(chan struct{})
+		}
+		wake := s.expected
+		s.mu.Unlock()
+		if in != nil {
+			return in
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return nil
+		case <-s.ctx.Done():
+			return nil
+		}
+	}
 }
 
 // track counts a stream and its goroutine; false once the server is
@@ -356,7 +403,7 @@ func (s *Server) handle(st network.Stream) {
 		return
 	}
 	link := Link{ChainID: s.c.ChainID, Job: h.Job, Chain: chain, From: h.Stage}
-	in := s.lookup(link)
+	in := s.await(link)
 	if in == nil {
 		refuse(st, s.c.FrameTimeout, fmt.Errorf("%w: this node expects no frames of %s", ErrForbidden, link))
 		return

@@ -366,3 +366,39 @@ func TestSilentStreamsDoNotBlock(t *testing.T) {
 	waitStages(t, p)
 	_ = sts
 }
+
+// TestStreamBeforeExpect: a sender that is faster than its receiver (both
+// learn of the award in the same block) waits for the inbox instead of
+// being refused; a link that stays unexpected is refused after ExpectWait.
+func TestStreamBeforeExpect(t *testing.T) {
+	a, b := newNode(t), newNode(t)
+	connect(t, a, b)
+	srv := newServer(t, b, func(_ context.Context, remote peer.ID, _ uint64, _, _ uint16) (types.Address, error) {
+		return p2p.AddressOf(remote)
+	})
+	link := Link{ChainID: testChainID, Job: testJob, Chain: 0, From: 0}
+	s, err := NewSender(a.key, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := NewOutbox(a.h.Host(), s, OutboxConfig{To: b.id()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	sent := make(chan error, 1)
+	go func() { sent <- out.Send(testCtx(t), splitAct(0, 2, FlagReset)) }()
+	time.Sleep(100 * time.Millisecond) // the stream is open and waiting
+	in, err := srv.Expect(InboxConfig{Job: testJob, Chain: 0, From: 0, Carries: KindActivations, Limits: Limits{Context: 256, MaxRows: 16, NEmbd: uint32(model.nEmbd)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if err := <-sent; err != nil {
+		t.Fatalf("send before the receiver expected the link: %v", err)
+	}
+	f, err := in.Recv(testCtx(t))
+	if err != nil || f.Kind != KindActivations || f.N != 2 {
+		t.Fatalf("received %+v, %v", f.Header, err)
+	}
+}
