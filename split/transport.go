@@ -109,8 +109,8 @@ type Server struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	links   map[Link]*Inbox
+	mu    sync.Mutex
+	links map[Link]*Inbox
 	// expected is closed (and replaced) whenever an inbox opens, waking
 	// streams that arrived for a link before its receiver expected it.
 	expected chan struct{}
