@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -185,11 +184,7 @@ func (st *Stage) forward(f Frame) (Frame, error) {
 
 // fail sends err downstream as an error frame and returns it.
 func (st *Stage) fail(ctx context.Context, err error) error {
-	msg := err.Error()
-	if len(msg) > MaxMessage {
-		msg = strings.ToValidUTF8(msg[:MaxMessage], "")
-	}
-	if serr := st.out.Send(ctx, Frame{Header: Header{Kind: KindError, N: uint32(len(msg))}, Message: msg}); serr != nil {
+	if serr := st.out.Send(ctx, errorFrame(err)); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
