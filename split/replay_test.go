@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
-
 )
 
 // TestReplayFindsTheLiar: a validator replays a disputed stage on its
