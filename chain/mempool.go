@@ -32,12 +32,14 @@ import (
 
 // deadlineMsg lists the messages that meet a protocol deadline, whose
 // absence the protocol punishes (a no-show slash, a forfeited deposit, a
-// missed vote).
+// missed vote), and a split job's replacement order: it must land before
+// the commit deadline or the job loses a replica chain, only the job's
+// client may send it and at most market.MaxSplitReplacements succeed.
 func deadlineMsg(t types.MsgType) bool {
 	switch t {
 	case types.MsgTypeCommitResult, types.MsgTypeRevealResult, types.MsgTypeReportInput,
 		types.MsgTypeCommitVote, types.MsgTypeVoteDispute, types.MsgTypeRevealCanary, types.MsgTypeRevealBid,
-		types.MsgTypeRevealTranscript, types.MsgTypeProveHandoff:
+		types.MsgTypeRevealTranscript, types.MsgTypeProveHandoff, types.MsgTypeReplaceStage:
 		return true
 	}
 	return false

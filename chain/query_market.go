@@ -74,6 +74,10 @@ type SlotView struct {
 	Steps   uint32      `json:"steps,omitempty"`
 	Proven  bool        `json:"proven,omitempty"`
 	Settled bool        `json:"settled,omitempty"`
+	// Replaced: the providers that held this split slot before Provider,
+	// oldest first, each replaced on the client's order (see the
+	// split_stage_replaced event).
+	Replaced []types.Address `json:"replaced,omitempty"`
 }
 
 // VoteView is a validator's dispute vote.
@@ -232,7 +236,7 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 			}
 			if j.Kind == market.KindSplit {
 				c := uint16(len(tv.Slots))
-				sv.Chain, sv.Steps, sv.Proven, sv.Settled = &c, sl.Steps, sl.Proven, sl.Settled
+				sv.Chain, sv.Steps, sv.Proven, sv.Settled, sv.Replaced = &c, sl.Steps, sl.Proven, sl.Settled, sl.Replaced
 				if sl.Revealed {
 					hin := sl.Hin
 					sv.Hin = &hin

@@ -62,7 +62,9 @@ package chain
 // HOUT (the sender's chain index read from the state); reveal-transcript
 // JOB STAGE [STEPS HIN HOUT]; prove-handoff JOB STAGE CHAIN STEPS HIN
 // SIGNER: SIGNER's hand-off signature over what chain CHAIN's link into
-// STAGE carried (from stage STAGE-1, or the client's stage for 0).
+// STAGE carried (from stage STAGE-1, or the client's stage for 0);
+// replace-stage JOB STAGE CHAIN|NAME: the client's order to replace the
+// provider of chain CHAIN (or of NAME's chain) of STAGE.
 // report-input: an assigned provider cannot get or use its input (REASON
 // 1 unavailable, 2 too long, 3 invalid).
 // vote SEALS a validator's vote (MsgCommitVote); open-vote opens it
@@ -120,7 +122,7 @@ var updateGolden = flag.Bool("update", false, "rewrite chain/testdata/scenarios/
 var requiredScenarios = []string{
 	"happy_path", "ties", "no_bids", "unrevealed_bid", "cancel", "dispute",
 	"noshow_backup", "noshow_refund", "unbonding_slash", "canary",
-	"validator_downtime", "pool", "deadlines", "split",
+	"validator_downtime", "pool", "deadlines", "split", "split_replace",
 	// the attacks of security review 1, each also run by a test named
 	// after its finding (findings_test.go)
 	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
@@ -810,6 +812,16 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			s.fatalf("sign: %v", err)
 		}
 		return (&market.MsgProveHandoff{Job: job, Stage: stage, Chain: chain, Steps: steps, Hin: hin, Sig: sig}).Raw()
+	case "replace-stage":
+		s.need(pos, 3, "replace-stage JOB STAGE CHAIN|NAME")
+		job, stage := s.jobStage(pos)
+		var chain uint16
+		if n, err := strconv.ParseUint(pos[2], 10, 16); err == nil {
+			chain = uint16(n)
+		} else {
+			chain = s.chainOf(s.addr(pos[2]), job, stage)
+		}
+		return (&market.MsgReplaceStage{Job: job, Stage: stage, Chain: chain}).Raw()
 	case "report-input":
 		s.need(pos, 3, "report-input JOB STAGE REASON")
 		job, stage := s.jobStage(pos)
@@ -1333,6 +1345,13 @@ func (s *scenario) dump() {
 				}
 				if sl.NoShow {
 					line += " no-show"
+				}
+				if len(sl.Replaced) > 0 {
+					names := make([]string, len(sl.Replaced))
+					for i, a := range sl.Replaced {
+						names[i] = s.nameOf(a)
+					}
+					line += " replaced=[" + strings.Join(names, ",") + "]"
 				}
 				if sl.InputReport != 0 {
 					line += " input_report=" + verifier.InputReasonName(sl.InputReport)

@@ -3,6 +3,7 @@ package chain
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -52,5 +53,46 @@ func TestSplitJobQuery(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("slots %+v, want %+v", got, want)
+	}
+}
+
+// TestSplitReplaceQuery runs the split_replace scenario through real
+// transactions and reads the job back with the /job/ query: each slot
+// names its current provider and the providers it replaced, as an agent
+// reads them. A replacement order is a deadline transaction (it must land
+// before the commit deadline) and pays for one eligibility check.
+func TestSplitReplaceQuery(t *testing.T) {
+	s := runFinding(t, "split_replace")
+	res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: QueryJob + "1"})
+	if err != nil || res.Code != 0 {
+		t.Fatalf("query: %v %d %s", err, res.GetCode(), res.GetLog())
+	}
+	var v JobView
+	if err := json.Unmarshal(res.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	type slot struct {
+		stage, chain       uint16
+		provider, replaced string
+	}
+	var got []slot
+	for _, tv := range v.Tasks {
+		for _, sv := range tv.Slots {
+			var names []string
+			for _, a := range sv.Replaced {
+				names = append(names, s.nameOf(a))
+			}
+			got = append(got, slot{tv.Stage, *sv.Chain, s.nameOf(sv.Provider), strings.Join(names, ",")})
+		}
+	}
+	want := []slot{{0, 0, "p0b", ""}, {0, 1, "pz", "p0a"}, {1, 0, "px", "p1a"}, {1, 1, "p1b", ""}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("slots %+v, want %+v", got, want)
+	}
+	if !deadlineMsg(types.MsgTypeReplaceStage) {
+		t.Error("a replacement order is not a deadline message")
+	}
+	if w := MsgWorks([]types.RawMsg{(&market.MsgReplaceStage{Job: 1, Stage: 1, Chain: 0}).Raw()}); w[0] != replaceWork || w[0].Matches == 0 {
+		t.Errorf("a replacement order's work %+v, want one eligibility check at the bound", w[0])
 	}
 }

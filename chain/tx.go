@@ -113,6 +113,14 @@ var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 // rather than with a parameter of its own.
 var handoffWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 
+// replaceWork is a split stage replacement's: the eligibility check of
+// the backup that takes the slot, charged like a bid's matching at the
+// bound. Backups passed over are mostly refused by the cheap checks
+// before the matching (jailed, a slot held), and there are at most
+// max_bids_per_stage of them; the deadlines it moves are the job's own
+// (the post paid stage_gas for them), at most MaxSplitReplacements times.
+var replaceWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
 func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	switch m.Type {
 	case types.MsgTypeSend:
@@ -238,6 +246,11 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		return decode(m.Data, market.DecodeMsgProveHandoff, func(msg *market.MsgProveHandoff) handler {
 			*work = handoffWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ProveHandoff(from, msg) })
+		})
+	case types.MsgTypeReplaceStage:
+		return decode(m.Data, market.DecodeMsgReplaceStage, func(msg *market.MsgReplaceStage) handler {
+			*work = replaceWork
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ReplaceStage(from, msg) })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -410,3 +410,25 @@ type EventSplitSlotSettled struct {
 }
 
 func (EventSplitSlotSettled) EventType() string { return "split_slot_settled" }
+
+// EventSplitStageReplaced: on the client's order (MsgReplaceStage), chain
+// Chain of Stage went from From, which stopped before committing (a
+// no-show: slashed no_show_slash_bps, burned, jailed), to To, the stage's
+// next eligible backup, at the same price. To replays the slot's input
+// transcript from its upstream (the client, at stage 0) and continues the
+// generation; its neighbours in the chain send to and take from To now.
+// Every stage of the job commits by CommitDeadline and reveals by
+// RevealDeadline. Replacements counts the job's replacements so far (at
+// most MaxSplitReplacements).
+type EventSplitStageReplaced struct {
+	Job            uint64        `event:"job,index"`
+	Stage          uint16        `event:"stage"`
+	Chain          uint16        `event:"chain"`
+	From           types.Address `event:"from,index"`
+	To             types.Address `event:"to,index"`
+	CommitDeadline uint64        `event:"commit_deadline"`
+	RevealDeadline uint64        `event:"reveal_deadline"`
+	Replacements   uint64        `event:"replacements"`
+}
+
+func (EventSplitStageReplaced) EventType() string { return "split_stage_replaced" }

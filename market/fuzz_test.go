@@ -25,6 +25,7 @@ var fuzzMarketDecoders = []msgtest.Decoder{
 	{Name: "claim-task", Type: types.MsgTypeClaimTask, Dec: msgtest.Raw(DecodeMsgClaimTask)},
 	{Name: "reveal-transcript", Type: types.MsgTypeRevealTranscript, Dec: msgtest.Raw(DecodeMsgRevealTranscript)},
 	{Name: "prove-handoff", Type: types.MsgTypeProveHandoff, Dec: msgtest.Raw(DecodeMsgProveHandoff)},
+	{Name: "replace-stage", Type: types.MsgTypeReplaceStage, Dec: msgtest.Raw(DecodeMsgReplaceStage)},
 }
 
 func fuzzHash(b byte) types.Hash { return types.Hash(bytes.Repeat([]byte{b}, 32)) }
@@ -100,6 +101,8 @@ func fuzzMarketSeeds() map[string][]byte {
 		"prove_handoff":      enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Steps: 40, Hin: fuzzHash(0x71), Sig: sig}),
 		"prove_handoff_64":   enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Steps: 40, Hin: fuzzHash(0x71), Sig: sig[:64]}),
 		"prove_handoff_0":    enc(9, &MsgProveHandoff{Job: 1, Stage: 1, Chain: 1, Hin: fuzzHash(0x71), Sig: sig}),
+		"replace_stage":      enc(10, &MsgReplaceStage{Job: 1, Stage: 1, Chain: 1}),
+		"replace_stage_long": append(enc(10, &MsgReplaceStage{Job: 1, Stage: 1, Chain: 1}), 0x01),
 		"empty":              {},
 		"garbage":            []byte("\x03\xf8\xff not a message"),
 	}
@@ -129,6 +132,7 @@ func TestFuzzMarketSeeds(t *testing.T) {
 		"post_job_truncated": true, "post_job_trailing": true, "cancel_leading_0": true,
 		"commit_bid_empty": true, "reveal_bid_zero": true, "garbage": true,
 		"post_job_split_dup": true, "post_job_slices": true, "prove_handoff_64": true, "prove_handoff_0": true,
+		"replace_stage_long": true,
 	}
 	for name, in := range fuzzMarketSeeds() {
 		if len(in) == 0 {

@@ -278,6 +278,9 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		}
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify + dispute) must be at most %d blocks, this job needs %s",
 			k.p.DisputeBlocks, k.p.MaxJobBlocks, needs)
+	case m.Kind == KindSplit && (long || life > k.p.MaxJobBlocks):
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: a split job leaves room for %d replacements: bid + reveal + %d × execute + verify + %d dispute blocks must be at most %d blocks",
+			MaxSplitReplacements, 1+MaxSplitReplacements, k.p.DisputeBlocks, k.p.MaxJobBlocks)
 	case long || life > k.p.MaxJobBlocks:
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) + %d dispute blocks must be at most %d blocks", k.p.DisputeBlocks, k.p.MaxJobBlocks)
 	}
@@ -325,15 +328,22 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 //     validators found available, plus dispute blocks for that input check;
 //   - pipeline (stage s+1 opens when stage s settles): stages × (execute +
 //     verify + dispute), each stage's worst case, plus one execute +
-//     verify + dispute for a backup or an input check.
+//     verify + dispute for a backup or an input check;
+//   - split (stages run together): execute, then MaxSplitReplacements more
+//     execute windows (a replacement ordered at the last height of a
+//     commit window moves every stage's commit deadline one execute window
+//     on), verify, and dispute blocks for the hand-off proofs.
 //
 // A dispute of the last window may end up to dispute blocks after it
 // (genesis keeps stake unbonding longer than that). The caller bounds the
 // windows so that this cannot overflow.
 func jobLife(w Windows, kind string, stages uint16, dispute uint64) uint64 {
 	ev := w.Execute + w.Verify
-	if kind == KindPipeline {
+	switch kind {
+	case KindPipeline:
 		return w.Bid + w.Reveal + uint64(stages)*(ev+dispute) + ev + dispute
+	case KindSplit:
+		return w.Bid + w.Reveal + (1+MaxSplitReplacements)*w.Execute + w.Verify + dispute
 	}
 	return w.Bid + w.Reveal + 2*ev + dispute
 }

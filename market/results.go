@@ -475,9 +475,16 @@ func (k *Keeper) noShow(j *Job, stage uint16, t *verifier.Task, i int, missed st
 	s := &t.Slots[i]
 	s.NoShow = true
 	k.emit(EventNoShow{Job: j.ID, Stage: stage, Provider: s.Provider, Missed: missed})
-	k.slash(j, stage, s.Provider, k.p.NoShowSlashBps, "no-show", false)
-	k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, false, "missed the "+missed+" deadline of job "+strconv.FormatUint(j.ID, 10))
-	k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.NoShows++ })
+	k.noShowPenalty(j, stage, s.Provider, "missed the "+missed+" deadline of job "+strconv.FormatUint(j.ID, 10))
+}
+
+// noShowPenalty is what a no-show costs its provider: no_show_slash_bps
+// of its stake, burned (never paid to the client: nobody gains by
+// another's absence), a jail term, and a no-show in its reputation.
+func (k *Keeper) noShowPenalty(j *Job, stage uint16, addr types.Address, why string) {
+	k.slash(j, stage, addr, k.p.NoShowSlashBps, "no-show", false)
+	k.jailProvider(addr, k.ctx.Height+k.p.ProviderJailBlocks, false, why)
+	k.ver.UpdateReputation(addr, func(r *verifier.Reputation) { r.NoShows++ })
 }
 
 // slash takes bps of a provider's stake. With compensate, compensation_bps
@@ -516,8 +523,9 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 	if j.Kind == KindPipeline {
 		later = uint64(j.Stages-1-stage) * (ev + k.p.DisputeBlocks)
 	}
-	// A split stage's replacement would replay its input transcript (not
-	// yet built): a split no-show's payment is refunded.
+	// A split slot is replaced only on its client's order, before this
+	// deadline (ReplaceStage: the replacement replays the input
+	// transcript); a split no-show here has its payment refunded.
 	reassignable := k.ctx.Height+ev+later <= j.Expiry && j.Kind != KindSplit
 	var reassigned, reported bool
 	n := len(t.Slots)
@@ -832,7 +840,9 @@ func EscrowInvariant(r store.KV) error {
 // commitment, reveal, deadline, verdict or vote, and waits on a stage that
 // has not settled; a pipeline stage past waiting follows a settled stage.
 // No other job has a waiting task. A split job's stages have one slot per
-// replica chain each and leave executing together (the scan).
+// replica chain each, share their commit and reveal deadlines while they
+// execute and leave executing together (the scan); at most
+// MaxSplitReplacements of its slots changed hands, and no other job's did.
 func StageInvariant(r store.KV) error {
 	ver := verifier.NewKeeper(r)
 	var bad error
@@ -843,14 +853,26 @@ func StageInvariant(r store.KV) error {
 			bad = fmt.Errorf("stage invariant broken: job %d (%s %s) stage %d: %s", j.ID, j.Kind, j.State, s, fmt.Sprintf(f, a...))
 			return true
 		}
-		var prev *verifier.Task
-		executing := 0
+		var prev, first *verifier.Task
+		executing, replaced := 0, 0
 		for s := uint16(0); s < j.Stages; s++ {
 			t, ok := ver.GetTask(j.ID, s)
 			if ok && t.Status == verifier.TaskExecuting {
 				executing++
+				if first == nil {
+					first = t
+				}
+			}
+			if ok {
+				for i := range t.Slots {
+					replaced += len(t.Slots[i].Replaced)
+				}
 			}
 			switch {
+			case ok && j.Kind != KindSplit && replaced > 0:
+				return fail(s, "a replaced slot: only split stages are replaced")
+			case ok && j.Kind == KindSplit && t.Status == verifier.TaskExecuting && (t.CommitDeadline != first.CommitDeadline || t.RevealDeadline != first.RevealDeadline):
+				return fail(s, "commits by %d and reveals by %d, stage 0 by %d and %d: a split job's stages share their deadlines", t.CommitDeadline, t.RevealDeadline, first.CommitDeadline, first.RevealDeadline)
 			case ok && j.Kind == KindSplit && len(t.Slots) != int(j.Redundancy):
 				return fail(s, "a split stage with %d slots, want one per replica chain (%d)", len(t.Slots), j.Redundancy)
 			case ok && j.Kind == KindSplit && t.Status == verifier.TaskWaiting:
@@ -878,6 +900,9 @@ func StageInvariant(r store.KV) error {
 		}
 		if j.Kind == KindSplit && executing != 0 && executing != int(j.Stages) {
 			return fail(0, "%d of %d split stages executing: the scan moves them together", executing, j.Stages)
+		}
+		if replaced > MaxSplitReplacements {
+			return fail(0, "%d replacements, at most %d", replaced, MaxSplitReplacements)
 		}
 		return false
 	})

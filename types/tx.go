@@ -166,6 +166,7 @@ const (
 	// Split inference (market).
 	MsgTypeRevealTranscript MsgType = 20
 	MsgTypeProveHandoff     MsgType = 21
+	MsgTypeReplaceStage     MsgType = 22
 )
 
 // AddressLength is the length of an address in bytes.

@@ -210,6 +210,11 @@ type Slot struct {
 	// task settled (a split slot outside the stage's compared group, or an
 	// upstream caught equivocating). It no longer counts.
 	Settled bool `rlp:"optional"`
+	// Replaced lists the providers that held this split slot before its
+	// current Provider, oldest first: each stopped before committing and
+	// was replaced on the client's order (market.MsgReplaceStage), taking
+	// a no-show's slash and jail. The slot (its chain index) is the same.
+	Replaced []types.Address `rlp:"optional"`
 }
 
 // Live reports whether the slot still counts: neither a no-show nor
