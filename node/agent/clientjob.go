@@ -19,6 +19,7 @@ import (
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -34,6 +35,10 @@ type Client struct {
 	Logger *slog.Logger
 
 	sender *node.Sender
+	// splitSrv receives the last stages' tokens of split jobs (made at
+	// the first one).
+	splitMu  sync.Mutex
+	splitSrv *split.Server
 }
 
 // NewClient wires a client. host must use key as its identity; access

@@ -27,6 +27,7 @@ import (
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -42,6 +43,10 @@ type ProviderConfig struct {
 	Models []types.Hash
 	// Want are models to fetch from peers at start, then run and serve.
 	Want []types.Hash
+	// Slices are GGUF slices in Store (ogpu model split) this provider
+	// runs as stages of split jobs and serves; they are advertised with
+	// the models.
+	Slices []types.Hash
 	LLM  llm.Options
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
@@ -105,6 +110,10 @@ type Provider struct {
 	// provider fetches (from the validators too) and computes.
 	checked map[taskKey]bool
 	pipes   map[taskKey]*pipeTask
+	// splitSrv receives split hand-offs (nil without slices); splits is
+	// what the provider keeps of each split slot it ran.
+	splitSrv *split.Server
+	splits   map[taskKey]*splitState
 	evals   map[[2]types.Hash]*he.Evaluator
 	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
 	// and the work is CPU-bound).
@@ -130,6 +139,12 @@ type resultSecret struct {
 	Revealed       bool
 	// Failures counts refused reveals; the agent gives up after a few.
 	Failures int
+	// Split: a split stage's transcript (Result is its Hout): revealed
+	// with MsgRevealTranscript.
+	Split bool       `json:",omitempty"`
+	Chain uint16     `json:",omitempty"`
+	Steps uint32     `json:",omitempty"`
+	Hin   types.Hash `json:",omitempty"`
 }
 
 // NewProvider checks the configuration, loads the first model (its
@@ -150,6 +165,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
 		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool), checked: make(map[taskKey]bool),
 		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
+		splits: make(map[taskKey]*splitState),
 	}
 	if p.access == nil {
 		p.access = NewAccess(cfg.Chain)
@@ -164,6 +180,18 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	// was built with: they are the ones the provider binds its jobs to.
 	cfg.Host.SetAuthorize(p.access.Authorize)
 	serveStreams(cfg.Host, &p.feeds, p.access, p.holdsSlot, 10*time.Minute)
+	if len(cfg.Slices) > 0 {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		id, err := cfg.Chain.ChainID(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("provider: the chain id binds split hand-offs: %w", err)
+		}
+		if p.splitSrv, err = split.NewServer(cfg.Host.Host(), split.ServerConfig{ChainID: id, Authorize: p.authorizeSplit, Logger: p.log}); err != nil {
+			return nil, err
+		}
+		serveTranscripts(cfg.Host, cfg.Chain, p.splitTranscript)
+	}
 	if cfg.Pipeline {
 		servePushes(cfg.Host, cfg.Chain, cfg.Store, p.access, func() string { return cfg.Host.ID().String() }, p.delivered)
 	}
@@ -178,6 +206,9 @@ func (p *Provider) Access() *Access { return p.access }
 
 // Close frees the loaded models.
 func (p *Provider) Close() {
+	if p.splitSrv != nil {
+		p.splitSrv.Close()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for h, m := range p.models {
@@ -240,8 +271,28 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		}
 		p.cfg.Models = append(p.cfg.Models, h)
 	}
-	if len(p.cfg.Models) == 0 && !p.cfg.Pipeline {
-		return nil, errors.New("provider: no model to serve (import a GGUF file with --model, or offer encrypted pipelines)")
+	if len(p.cfg.Models) == 0 && len(p.cfg.Slices) == 0 && !p.cfg.Pipeline {
+		return nil, errors.New("provider: no model to serve (import a GGUF file with --model or a slice with --slice, or offer encrypted pipelines)")
+	}
+	for _, h := range p.cfg.Slices {
+		path, err := p.cfg.Store.Path(h)
+		if err != nil {
+			return nil, fmt.Errorf("slice %x: %w", h, err)
+		}
+		info, err := llm.Inspect(path)
+		if err != nil {
+			return nil, err
+		}
+		if info.Slice == nil {
+			return nil, fmt.Errorf("%s is a whole model, not a slice: serve it with --model, or cut it with ogpu model split", path)
+		}
+		p.access.Public(h) // slices are public, like models
+		if err := p.cfg.Host.Provide(ctx, h); err != nil {
+			p.log.Warn("cannot announce slice in the DHT", "slice", fmt.Sprintf("%x", h[:8]), "err", err)
+		}
+	}
+	if p.class == "" && len(p.cfg.Slices) > 0 {
+		p.class = llm.CPUClass(p.cfg.LLM, llm.Sampler{})
 	}
 	for _, h := range p.cfg.Models {
 		if _, err := p.model(h); err != nil {
@@ -257,7 +308,7 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		Addrs:      p.cfg.Host.Addrs(),
 		Attributes: p.cfg.Attributes,
 		Runtimes:   p.runtimes(),
-		Models:     p.cfg.Models,
+		Models:     append(slices.Clone(p.cfg.Models), p.cfg.Slices...),
 		Class:      p.class,
 	}
 	if len(info.Addrs) > market.MaxAddrs {
@@ -369,7 +420,7 @@ func (p *Provider) advertise(ctx context.Context, every time.Duration) {
 // runtimes lists the runtimes this provider offers.
 func (p *Provider) runtimes() []string {
 	var out []string
-	if len(p.cfg.Models) > 0 {
+	if len(p.cfg.Models) > 0 || len(p.cfg.Slices) > 0 {
 		out = append(out, Runtime)
 	}
 	if p.cfg.Pipeline {
@@ -451,6 +502,11 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		if types.DecodeEvent(ev, &e) == nil {
 			p.spawn(func() { p.inputAvailable(ctx, e) })
 		}
+	case market.EventSplitInputsPending{}.EventType():
+		var e market.EventSplitInputsPending
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.proveInputs(ctx, e) })
+		}
 	case market.EventJobCompleted{}.EventType():
 		var e market.EventJobCompleted
 		if types.DecodeEvent(ev, &e) == nil {
@@ -503,6 +559,11 @@ func (p *Provider) closeJob(job uint64) {
 			delete(p.checked, k)
 		}
 	}
+	for k := range p.splits {
+		if k.Job == job {
+			delete(p.splits, k)
+		}
+	}
 	changed := n != len(p.bids)+len(p.results)
 	p.mu.Unlock()
 	if changed {
@@ -540,6 +601,9 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	}
 	view := pricing.NewJobView(j.Job, height, pricing.Provider{Address: p.addr.Hex(), Attributes: p.cfg.Attributes})
 	for stage := uint16(0); stage < j.Stages; stage++ {
+		if j.Kind == market.KindSplit && (int(stage) >= len(j.Slices) || !p.holdsSlice(j.Slices[stage])) {
+			continue
+		}
 		view.Stage = stage
 		price, err := p.cfg.Strategy.Price(ctx, view)
 		if err != nil {
@@ -574,6 +638,18 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	class := p.class
 	m, haveModel := p.models[j.Model]
 	p.mu.Unlock()
+	if j.Kind == market.KindSplit {
+		if why := p.cannotRunSplit(j); why != "" {
+			return why
+		}
+		if r := market.MatchAll(j.Req.Attributes, p.cfg.Attributes); r != "" {
+			return "requirement " + r + " is not met"
+		}
+		if j.Req.Class != "" && j.Req.Class != class {
+			return "determinism class " + j.Req.Class + " is not this provider's"
+		}
+		return ""
+	}
 	pipeline := j.Kind == market.KindPipeline
 	runtime := Runtime
 	if pipeline {
@@ -662,6 +738,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	}
 	if j.Kind == market.KindPipeline {
 		return p.runPipelineTask(ctx, k, j, commitDeadline)
+	}
+	if j.Kind == market.KindSplit {
+		return p.runSplitTask(ctx, k, j, commitDeadline)
 	}
 	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
 	f := p.feeds.get(k.Job) // the client may ask for the stream already
@@ -792,8 +871,11 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 	}
 	r.Revealed = true // one attempt at a time; reset on failure
 	p.mu.Unlock()
-	msg := &verifier.MsgRevealResult{Job: k.Job, Stage: k.Stage, Result: r.Result, Salt: r.Salt}
-	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+	msg := (&verifier.MsgRevealResult{Job: k.Job, Stage: k.Stage, Result: r.Result, Salt: r.Salt}).Raw()
+	if r.Split {
+		msg = revealSplitMsg(k, r)
+	}
+	if _, err := p.sender.Send(ctx, msg); err != nil {
 		var te *node.TxError
 		if errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
 			return // revealed already (a retry after a lost answer)

@@ -224,3 +224,17 @@ func placeholderBytes(nEmbd, nVocab int, middle bool) uint64 {
 	}
 	return uint64(nEmbd*2) * uint64(nVocab)
 }
+
+// Hashes are the model's and the slices' sha256 (the manifest must have
+// passed Validate).
+func (m *SplitManifest) Hashes() (model [32]byte, slices [][32]byte) {
+	dec := func(s string) (h [32]byte) {
+		b, _ := hex.DecodeString(s)
+		copy(h[:], b)
+		return h
+	}
+	for _, s := range m.Stages {
+		slices = append(slices, dec(s.Slice))
+	}
+	return dec(m.Model), slices
+}

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/runtime/stagehost"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// TestMain lets this test binary be a supervised split stage worker.
+func TestMain(m *testing.M) {
+	stagehost.MaybeServe()
+	os.Exit(m.Run())
+}
+
+// splitModel cuts the shared model at the given layers into the test
+// net's home and returns the manifest and the slice files.
+func (n *testNet) splitModel(at ...int) (*llm.SplitManifest, []llm.SliceFile) {
+	n.t.Helper()
+	info, err := llm.Inspect(n.modelPath)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	r, err := llm.Cuts(info.Layers, len(at)+1, at)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	dir := filepath.Join(n.home, "slices")
+	os.MkdirAll(dir, 0o755)
+	files, err := llm.WriteSlices(n.modelPath, dir, r)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return llm.NewSplitManifest(info, files), files
+}
+
+// splitProvider starts a provider agent serving one slice.
+func (n *testNet) splitProvider(name string, slice llm.SliceFile, perTokenMilli uint64, lie bool) *testProvider {
+	n.t.Helper()
+	nodeKey, _ := ethcrypto.GenerateKey()
+	h, store := n.host(name, nodeKey)
+	hash, err := store.PutFile(slice.Path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	access, err := OpenAccess(n.c, filepath.Join(n.home, name, "access"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
+	p, err := NewProvider(ProviderConfig{Access: access,
+		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Slices: []types.Hash{hash}, LLM: n.lo,
+		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)},
+		Bond:     types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
+		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(p.Close)
+	info, err := p.Prepare(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := p.Register(n.ctx, info); err != nil {
+		n.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(n.ctx)
+	tp := &testProvider{agent: p, host: h, cancel: cancel, done: make(chan error, 1)}
+	n.agents.Add(1)
+	go func() { defer n.agents.Done(); tp.done <- p.Serve(ctx) }()
+	return tp
+}
+
+// splitJob is a 2-chain split job on manifest m.
+func (n *testNet) splitJob(m *llm.SplitManifest, v *llm.Vocab, maxTokens uint64) SplitJob {
+	return SplitJob{
+		Manifest: m, Vocab: v, Prompt: "Once upon a time", MaxTokens: maxTokens, Redundancy: 2,
+		MaxPrice: types.OGPU(5), Req: market.Requirements{MinStake: types.OGPU(100)},
+		Windows:     market.Windows{Bid: 4, Reveal: 3, Execute: 40, Verify: 15},
+		ContextSize: n.lo.ContextSize, Chunk: n.lo.BatchSize,
+	}
+}
+
+// wholeText is the whole model's greedy text.
+func (n *testNet) wholeText(maxTokens int) *llm.Output {
+	m, err := llm.Load(n.modelPath, n.lo)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer m.Close()
+	out, err := m.Generate(n.ctx, llm.Request{Prompt: "Once upon a time", MaxTokens: maxTokens}, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+func (n *testNet) vocab() *llm.Vocab {
+	v, err := llm.LoadVocab(n.modelPath)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(v.Close)
+	return v
+}
+
+// TestSplitJobEqualsWhole: a split job of 2 stages × 2 replica chains,
+// each stage a separate provider agent running its slice in a supervised
+// worker process, prints exactly the whole model's text; every stage
+// settles agreed and every provider is paid.
+func TestSplitJobEqualsWhole(t *testing.T) {
+	n := newTestNet(t)
+	m, files := n.splitModel(3)
+	n.splitProvider("prov1", files[0], 50, false)
+	n.splitProvider("prov2", files[0], 50, false)
+	n.splitProvider("prov3", files[1], 50, false)
+	n.splitProvider("mal1", files[1], 50, false)
+	want := n.wholeText(40)
+	cl := n.client()
+	progress := func(f string, a ...any) { t.Logf("[client] "+f, a...) }
+	res, err := cl.RunSplit(n.ctx, n.splitJob(m, n.vocab(), 40), progress, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != want.Text || len(res.Tokens) != len(want.Tokens) {
+		t.Fatalf("split text %q (%d tokens)\nwhole text %q (%d tokens)", res.Text, len(res.Tokens), want.Text, len(want.Tokens))
+	}
+	for s, o := range res.Outcomes {
+		if o != "agreed" {
+			t.Fatalf("stage %d settled %q, want agreed", s, o)
+		}
+	}
+	n.supplyIsCap()
+}
