@@ -47,7 +47,7 @@ type ProviderConfig struct {
 	// runs as stages of split jobs and serves; they are advertised with
 	// the models.
 	Slices []types.Hash
-	LLM  llm.Options
+	LLM    llm.Options
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
 	// Attributes are published on chain (hardware, measured speed).
@@ -114,7 +114,7 @@ type Provider struct {
 	// what the provider keeps of each split slot it ran.
 	splitSrv *split.Server
 	splits   map[taskKey]*splitState
-	evals   map[[2]types.Hash]*he.Evaluator
+	evals    map[[2]types.Hash]*he.Evaluator
 	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
 	// and the work is CPU-bound).
 	evalMu sync.Mutex
