@@ -508,7 +508,7 @@ func (d *devnet) queryJobText(ctx context.Context, id uint64, height int64) (str
 		return "", err
 	}
 	var b strings.Builder
-	printJob(&b, &j, res.Height)
+	j.WriteText(&b, res.Height)
 	fmt.Fprintf(&b, "  seal:       %x\n", j.Seal)
 	return b.String(), nil
 }
