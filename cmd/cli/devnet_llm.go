@@ -419,9 +419,9 @@ func (d *devnet) pipelineRound(ctx context.Context, client *agent.Client, report
 	}
 	report.Pipeline, report.Plaintext = res, plain
 	got, want := example.Argmax(res.Output), example.Argmax(plain)
-	maxErr := maxAbsDiff(plain, res.Output)
-	fmt.Fprintf(w, "decrypted by alice: %s → class %d (%s)\n", vectorString(res.Output), got, example.Labels[got])
-	fmt.Fprintf(w, "plaintext model:    %s → class %d (%s); max difference %.2g; true class %d\n", vectorString(plain), want, example.Labels[want], maxErr, label)
+	maxErr := example.MaxAbsDiff(plain, res.Output)
+	fmt.Fprintf(w, "decrypted by alice: %s → class %d (%s)\n", example.FormatVector(res.Output), got, example.Labels[got])
+	fmt.Fprintf(w, "plaintext model:    %s → class %d (%s); max difference %.2g; true class %d\n", example.FormatVector(plain), want, example.Labels[want], maxErr, label)
 	fmt.Fprintf(w, "job %d: providers paid %s, alice refunded %s, validator fee %s; %d blocks from post to payment, %s\n",
 		res.Job, types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.ValidatorFee),
 		res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
