@@ -23,7 +23,7 @@ func TestDevnet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	rep, err := RunDevnet(ctx, &out, DevnetOptions{Threads: 1})
+	rep, err := Run(ctx, &out, Options{Threads: 1})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)

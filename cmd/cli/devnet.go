@@ -20,13 +20,13 @@ is printed, with balances and the supply check before and after. Nothing
 outside the temporary home is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var o devnet.DevnetOptions
+			var o devnet.Options
 			o.Keep, _ = cmd.Flags().GetBool("keep")
 			o.Model, _ = cmd.Flags().GetString("model")
 			o.Threads, _ = cmd.Flags().GetInt("threads")
 			ctx, stop := waitCtx(cmd)
 			defer stop()
-			_, err := devnet.RunDevnet(ctx, cmd.OutOrStdout(), o)
+			_, err := devnet.Run(ctx, cmd.OutOrStdout(), o)
 			return err
 		},
 	}
