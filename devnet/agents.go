@@ -39,9 +39,10 @@ type agents struct {
 	attrs []string
 	boot  []string
 
-	parent context.Context // Run's context, which stopAgents restores
-	wg     sync.WaitGroup  // every agent goroutine
-	stops  []func()        // run last first by stopAgents
+	parent context.Context    // Run's context, which stopAgents restores
+	cancel context.CancelFunc // ends the agents' context
+	wg     sync.WaitGroup     // every agent goroutine
+	stops  []func()           // run last first by stopAgents
 }
 
 // provider is a provider agent and what it keeps across restarts.
@@ -55,7 +56,8 @@ type provider struct {
 	done   chan error
 }
 
-// onStop has stopAgents run f (last registered first).
+// onStop has stopAgents run f once every agent goroutine has stopped
+// (last registered first): closing what the agents used.
 func (d *devnet) onStop(f func()) { d.stops = append(d.stops, f) }
 
 // goAgent runs f on a goroutine that stopAgents waits for: f must return
@@ -68,16 +70,21 @@ func (d *devnet) goAgent(f func()) {
 	}()
 }
 
-// stopAgents stops what startAgents started, however far it got: every
-// agent goroutine has stopped (and logged its last line) when it returns,
-// and d.ctx is Run's context again.
+// stopAgents stops what startAgents started, however far it got: it
+// ends the agents' context, waits for every agent goroutine to stop (and
+// log its last line), then runs the onStop functions. When it returns,
+// d.ctx is Run's context again.
 func (d *devnet) stopAgents() {
+	if d.cancel != nil {
+		d.cancel()
+		d.wg.Wait()
+	}
 	for i := len(d.stops) - 1; i >= 0; i-- {
 		d.stops[i]()
 	}
 	d.stops = nil
 	if d.parent != nil {
-		d.ctx, d.parent = d.parent, nil
+		d.ctx, d.parent, d.cancel = d.parent, nil, nil
 	}
 }
 
@@ -92,8 +99,7 @@ func (d *devnet) logger(name string) *slog.Logger {
 // context.
 func (d *devnet) startAgents() error {
 	ctx, cancel := context.WithCancel(d.ctx)
-	d.parent, d.ctx = d.ctx, ctx
-	d.onStop(func() { cancel(); d.wg.Wait() })
+	d.parent, d.ctx, d.cancel = d.ctx, ctx, cancel
 	d.w = syncWriter{&sync.Mutex{}, d.w}
 	// llama.cpp logs through slog.Default: keep its chatter out.
 	prev := slog.Default()
@@ -165,10 +171,14 @@ func (d *devnet) startAgents() error {
 		filepath.Base(d.modelPath), d.model, st.Size())
 
 	for _, p := range d.provs {
+		d.onStop(func() { // the agent running at the end, after restarts
+			if p.agent != nil {
+				p.agent.Close()
+			}
+		})
 		if err := d.startProvider(p, nil); err != nil {
 			return err
 		}
-		d.onStop(func() { p.cancel() }) // the agent running then, after restarts
 	}
 	fmt.Fprintf(d.w, "providers registered with their peer ids, %d hardware attributes (e.g. %s), runtime llama.cpp, and 200ogpu bonded each\n",
 		len(d.attrs), d.attrs[0])
@@ -254,7 +264,7 @@ func (d *devnet) startProvider(p *provider, configure func(*agent.ProviderConfig
 	}
 }
 
-// stopProvider stops p's agent and waits for it.
+// stopProvider stops p's agent, waits for it and closes it.
 func (d *devnet) stopProvider(p *provider) {
 	p.cancel()
 	<-p.done
