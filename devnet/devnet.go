@@ -18,13 +18,20 @@
 //
 // The transcript has the chain's events and the agents' log lines as they
 // happen, and the balances with the supply check (everything adds up to
-// the cap) before the rounds and after each. Nothing outside the temporary
-// home is touched. Run returns a Report of what happened, for tests.
+// the cap) before the transfers, before the rounds and after each round.
+// Nothing outside the temporary home is touched. Run returns a Report of
+// what happened, for tests.
 //
-// A round is a method of devnet in a file of its own (llm.go, pipeline.go),
-// listed in Run's rounds: it prints its title with beginRound, runs its job
-// through d.client on the agents started in agents.go, records what
-// happened in the Report, and ends with printBalances.
+// To add a round, write it as a method of devnet in a file of its own
+// (as llm.go and pipeline.go do), `func (d *devnet) xRound(report *Report)
+// error`, and list it in Run's rounds. It prints its title with
+// beginRound (which numbers it), runs its job through d.client on the
+// agents of agents.go (d.va, d.provs, d.model), prints chain events with
+// d.names() applied, records its result in a field of Report, and ends
+// with printBalances("after round N"). A round that needs providers
+// configured otherwise restarts them with stopProvider and
+// startProvider(p, configure), as liarRound does; a goroutine of its own
+// goes through goAgent, so that the agents' stop waits for it.
 package devnet
 
 import (
