@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 # Packages with goroutines of their own: run under the race detector.
-RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./wallet/... ./runtime/...
+RACE_PKGS ?= ./store/... ./node/... ./cmd/... ./devnet/... ./wallet/... ./runtime/...
 FUZZTIME  ?= 30s
 # LEVEL is the x86-64 micro-architecture level llama.cpp's ggml (runtime/llm)
 # is compiled for: x86-64 (ollama's stock build: -O3, no SIMD beyond SSE2),
@@ -33,11 +33,12 @@ test: lint unit race wordsize bench-smoke
 unit:
 	$(GO) test -count=1 ./...
 
-# TestDevnet runs in unit and as make devnet, not here: under the race
-# detector with every package testing in parallel on a 2-core machine, its
-# pipeline round's 52 MB key fetch and the validator's input check outran
-# their windows (the chain then refunds: no_input), a load outcome, not a
-# race; its agents' code is raced by the node/agent tests.
+# TestDevnet (package ./devnet) runs in unit and as make devnet, not here:
+# under the race detector with every package testing in parallel on a
+# 2-core machine, its pipeline round's 52 MB key fetch and the validator's
+# input check outran their windows (the chain then refunds: no_input), a
+# load outcome, not a race; its agents' code is raced by the node/agent
+# tests, and the devnet package's other tests run here.
 race:
 	$(GO) test -race -count=1 -skip '^TestDevnet$$' $(RACE_PKGS)
 

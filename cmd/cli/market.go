@@ -1503,3 +1503,5 @@ func parseJobStage(args []string) (uint64, uint16, error) {
 	stage, err := parseStage(args[1])
 	return id, stage, err
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strings"
 
 	"github.com/holiman/uint256"
 	"github.com/spf13/cobra"
@@ -119,43 +117,26 @@ func runPipelineJob(ctx context.Context, cmd *cobra.Command) error {
 	if values != nil {
 		plain, _ := m.Forward(values)
 		p := example.Argmax(plain)
-		e := maxAbsDiff(plain, res.Output)
+		e := example.MaxAbsDiff(plain, res.Output)
 		out.Plaintext, out.PlainPrediction, out.MaxAbsError = plain, &p, &e
 	}
 	if jsonOutput(cmd) {
 		return output(cmd, out, nil)
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "decrypted output:  %s → class %s\n", vectorString(res.Output), classString(m, out.Prediction))
+	fmt.Fprintf(w, "decrypted output:  %s → class %s\n", example.FormatVector(res.Output), classString(m, out.Prediction))
 	if values != nil {
 		agree := "agree"
 		if *out.PlainPrediction != out.Prediction {
 			agree = "DISAGREE"
 		}
-		fmt.Fprintf(w, "plaintext model:   %s → class %s (%s; max difference %.2g)\n", vectorString(out.Plaintext),
+		fmt.Fprintf(w, "plaintext model:   %s → class %s (%s; max difference %.2g)\n", example.FormatVector(out.Plaintext),
 			classString(m, *out.PlainPrediction), agree, *out.MaxAbsError)
 	}
 	fmt.Fprintf(w, "job %d: %d stages verified; paid %s, refunded %s, validator fee %s; %d blocks, %s\n", res.Job, len(res.Stages),
 		types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.ValidatorFee),
 		res.Completed-res.Posted, res.Elapsed.Round(1e6))
 	return nil
-}
-
-// maxAbsDiff is the largest |a[i] - b[i]|.
-func maxAbsDiff(a, b []float64) float64 {
-	d := 0.0
-	for i := range a {
-		d = math.Max(d, math.Abs(a[i]-b[i]))
-	}
-	return d
-}
-
-func vectorString(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprintf("%.4f", x)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func classString(m *he.Model, c int) string {
@@ -196,6 +177,6 @@ func pipelineResult(ctx context.Context, cmd *cobra.Command, cl *agent.Client, i
 		res["label"] = m.Labels[c]
 	}
 	return output(cmd, res, func(w io.Writer) {
-		fmt.Fprintf(w, "decrypted output: %s → class %s\n", vectorString(values), classString(m, c))
+		fmt.Fprintf(w, "decrypted output: %s → class %s\n", example.FormatVector(values), classString(m, c))
 	})
 }

@@ -310,3 +310,25 @@ func BenchmarkEncryptedExample(b *testing.B) {
 		}
 	}
 }
+
+func TestMaxAbsDiffAndFormatVector(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b []float64
+		want float64
+	}{
+		{"equal", []float64{1, -2}, []float64{1, -2}, 0},
+		{"largest of both signs", []float64{1, -2, 3}, []float64{1.5, 1, 2.75}, 3},
+		{"empty", nil, nil, 0},
+	} {
+		if got := MaxAbsDiff(c.a, c.b); got != c.want {
+			t.Errorf("%s: MaxAbsDiff = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got, want := FormatVector([]float64{9.71764, -0.5, 0}), "[9.7176 -0.5000 0.0000]"; got != want {
+		t.Errorf("FormatVector = %q, want %q", got, want)
+	}
+	if got := FormatVector(nil); got != "[]" {
+		t.Errorf("FormatVector(nil) = %q, want []", got)
+	}
+}

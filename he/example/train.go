@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/ogpu-network/ogpu/he"
 )
@@ -226,6 +227,26 @@ func Argmax(v []float64) int {
 		}
 	}
 	return best
+}
+
+// MaxAbsDiff is the largest |a[i] - b[i]| (a and b of the same length):
+// how far a decrypted output is from the plaintext one.
+func MaxAbsDiff(a, b []float64) float64 {
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(a[i]-b[i]))
+	}
+	return d
+}
+
+// FormatVector prints a model's output with 4 decimals, as the CLI and
+// the devnet show it: "[0.1250 -2.0000]".
+func FormatVector(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.4f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // net is the network being trained: layers of y = W x + b, each but the

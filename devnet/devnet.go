@@ -1,0 +1,159 @@
+// Package devnet runs the whole oGPU market end to end in one process and
+// prints every step: what `ogpud devnet` (and `make devnet`) shows.
+//
+// Run starts a single-validator CometBFT chain (chain ogpu-devnet, 200 ms
+// blocks) in a temporary home, with demo accounts funded in genesis, and
+// makes two transfers and a refused nonce replay. It then starts a
+// validator agent, three provider agents and a client (alice) on loopback
+// libp2p and runs the market rounds in order:
+//
+//  1. an LLM job (stories260K on llama.cpp, two replicas) whose winners
+//     agree and are paid, beside a canary the validator agent posts that
+//     looks like alice's job and settles on its known answer;
+//  2. the same job with prov2 restarted as a liar: the validator's
+//     re-generation differs from its output, and it is slashed and
+//     tombstoned while alice still gets the verified text;
+//  3. an encrypted 3-stage CKKS pipeline job that alice decrypts and
+//     compares with the plaintext model.
+//
+// The transcript has the chain's events and the agents' log lines as they
+// happen, and the balances with the supply check (everything adds up to
+// the cap) before the transfers, before the rounds and after each round.
+// Nothing outside the temporary home is touched. Run returns a Report of
+// what happened, for tests.
+//
+// To add a round, write it as a method of devnet in a file of its own
+// (as llm.go and pipeline.go do), `func (d *devnet) xRound(report *Report)
+// error`, and list it in Run's rounds. It prints its title with
+// beginRound (which numbers it), runs its job through d.client on the
+// agents of agents.go (d.va, d.provs, d.model), prints chain events with
+// d.names() applied, records its result in a field of Report, and ends
+// with printBalances("after round N"). A round that needs providers
+// configured otherwise restarts them with stopProvider and
+// startProvider(p, configure), as liarRound does; a goroutine of its own
+// goes through goAgent, so that the agents' stop waits for it.
+package devnet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Options configure Run.
+type Options struct {
+	// Keep keeps the temporary home.
+	Keep bool
+	// Model is the GGUF file the providers serve (default: the shared
+	// stories260K.gguf, found by agent.FindModel).
+	Model string
+	// Threads per llama.cpp context (default 1: every agent runs its own
+	// contexts on the same machine).
+	Threads int
+}
+
+// Report is what the devnet did, for tests.
+type Report struct {
+	// Rounds are the LLM jobs of rounds 1 and 2.
+	Rounds []*agent.LLMResult
+	// Liar is the provider that lied in round 2; LiarSlashed whether the
+	// chain slashed it.
+	Liar        types.Address
+	LiarSlashed bool
+	Height      int64
+	// Pipeline is the encrypted 3-stage job of round 3; Plaintext the same
+	// model's output computed in the clear on the same input.
+	Pipeline  *agent.PipelineResult
+	Plaintext []float64
+	// Canary is the canary the validator agent posted during round 1.
+	Canary *agent.CanaryStatus
+}
+
+// devnet is one run: the chain, its accounts and, from startAgents on,
+// the agents (agents.go). Rounds are its methods.
+type devnet struct {
+	// ctx is Run's context; from startAgents to stopAgents the agents'
+	// one, which stopAgents cancels.
+	ctx   context.Context
+	w     io.Writer
+	c     *node.Client
+	home  string
+	opts  Options
+	accts []account
+	// round is the number of the last round begun.
+	round int
+	agents
+}
+
+// Run runs the devnet, printing to w: transfers, then the market rounds
+// run by the agents. It stops at the first step that fails.
+func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
+	start := time.Now()
+	home, err := os.MkdirTemp("", "ogpu-devnet-")
+	if err != nil {
+		return nil, err
+	}
+	if !opts.Keep {
+		defer os.RemoveAll(home)
+	}
+	d := &devnet{ctx: ctx, w: w, home: home, opts: opts}
+	n, err := d.startChain()
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	if err := d.printBalances("before"); err != nil {
+		return nil, err
+	}
+	if err := d.transfers(); err != nil {
+		return nil, err
+	}
+
+	report := &Report{}
+	if err := d.marketRounds(report, []func(*Report) error{
+		d.agreedRound,
+		d.liarRound,
+		d.pipelineRound,
+	}); err != nil {
+		return nil, err
+	}
+	st, err := d.c.RPC.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "\ndevnet done at height %d, app hash %X, in %s\n", st.SyncInfo.LatestBlockHeight, st.SyncInfo.LatestAppHash, time.Since(start).Round(time.Millisecond))
+	if opts.Keep {
+		fmt.Fprintf(w, "home kept at %s\n", home)
+	}
+	report.Height = st.SyncInfo.LatestBlockHeight
+	return report, nil
+}
+
+// marketRounds starts the agents, runs rounds in order and stops the
+// agents: every agent goroutine has stopped (and logged its last line)
+// before it returns.
+func (d *devnet) marketRounds(report *Report, rounds []func(*Report) error) error {
+	defer d.stopAgents()
+	if err := d.startAgents(); err != nil {
+		return err
+	}
+	for _, round := range rounds {
+		if err := round(report); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// beginRound prints the title of the next round and returns its number.
+func (d *devnet) beginRound(title string) int {
+	d.round++
+	fmt.Fprintf(d.w, "\n== round %d: %s\n", d.round, title)
+	return d.round
+}
