@@ -144,3 +144,55 @@ func TestSplitJobEqualsWhole(t *testing.T) {
 	}
 	n.supplyIsCap()
 }
+
+// TestSplitLiarCaughtDownstreamPaid: in chain 1 the stage-0 provider
+// nudges the residuals it sends (too little to change a token, P14). The
+// client's text is still the whole model's; the chain finds the first
+// stage whose outputs differ on equal inputs (stage 0) and disputes it;
+// the validator agent fetches the transcript, replays the slice and votes
+// for the honest output; the liar is slashed and tombstoned, and the
+// honest stage 1 of the liar's chain, which computed faithfully on what it
+// was given, is paid, not slashed.
+func TestSplitLiarCaughtDownstreamPaid(t *testing.T) {
+	n := newTestNet(t)
+	m, files := n.splitModel(3)
+	n.splitProvider("prov1", files[0], 50, false)
+	n.splitProvider("mal1", files[0], 50, true)
+	n.splitProvider("prov2", files[1], 50, false)
+	n.splitProvider("prov3", files[1], 50, false)
+	before := map[string]*uint256.Int{}
+	for _, name := range []string{"prov1", "mal1", "prov2", "prov3"} {
+		before[name] = n.balance(name)
+	}
+	want := n.wholeText(40)
+	cl := n.client()
+	progress := func(f string, a ...any) { t.Logf("[client] "+f, a...) }
+	res, err := cl.RunSplit(n.ctx, n.splitJob(m, n.vocab(), 40), progress, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != want.Text {
+		t.Fatalf("split text %q\nwhole text %q", res.Text, want.Text)
+	}
+	if res.Outcomes[0] != "verdict" {
+		t.Fatalf("stage 0 settled %q, want verdict (outcomes %v)", res.Outcomes[0], res.Outcomes)
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mal := addrOf(n, "mal1")
+	pv, err := n.c.Provider(n.ctx, mal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pv.Tombstoned {
+		t.Fatalf("the liar is not tombstoned: %+v", pv)
+	}
+	for _, name := range []string{"prov1", "prov2", "prov3"} {
+		if got := n.balance(name); !got.Gt(before[name]) {
+			t.Fatalf("%s was not paid: %s -> %s (job %+v)", name, before[name], got, j.Tasks)
+		}
+	}
+	n.supplyIsCap()
+}

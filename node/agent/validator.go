@@ -310,8 +310,10 @@ func (v *Validator) Reexecute(ctx context.Context, job uint64, stage uint16) (*R
 		mine, err = v.reexecutePipeline(ctx, j, int(stage))
 	case market.KindInference:
 		mine, err = v.reexecuteLLM(ctx, j, int(stage))
+	case market.KindSplit:
+		mine, err = v.reexecuteSplit(ctx, j, int(stage))
 	default:
-		return nil, fmt.Errorf("job %d is a %s job: this agent checks inference and pipeline jobs", job, j.Kind)
+		return nil, fmt.Errorf("job %d is a %s job: this agent checks inference, pipeline and split jobs", job, j.Kind)
 	}
 	if err != nil {
 		return nil, err
