@@ -117,6 +117,7 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("password-file", "", "read the key password from this file (else OGPU_PASSWORD or a prompt)")
 	f.StringArray("model", nil, "GGUF model file to serve (repeatable)")
 	f.StringArray("want-model", nil, "sha256 of a model to fetch from peers and serve (repeatable)")
+	f.StringArray("slice", nil, "GGUF slice (ogpu model split) to serve as a stage of split jobs (repeatable)")
 	f.String("pricing-script", "", "executable that reads the job as JSON on stdin and prints a price (docs/pricing-scripts.md)")
 	f.String("price-base", "0.1ogpu", "built-in strategy: price per job")
 	f.String("price-per-token", "0.05ogpu", "built-in strategy: price per token of the job's budget")
@@ -205,6 +206,15 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 		}
 		logger.Info("serving model", "file", file, "sha256", fmt.Sprintf("%x", hash))
 		cfg.Models = append(cfg.Models, hash)
+	}
+	sliceFiles, _ := f.GetStringArray("slice")
+	for _, file := range sliceFiles {
+		hash, err := store.PutFile(file)
+		if err != nil {
+			return fmt.Errorf("import slice %s: %w", file, err)
+		}
+		logger.Info("serving slice", "file", file, "sha256", fmt.Sprintf("%x", hash))
+		cfg.Slices = append(cfg.Slices, hash)
 	}
 	wants, _ := f.GetStringArray("want-model")
 	for _, s := range wants {
@@ -314,7 +324,14 @@ outcome, the price paid and the refund. Results go to stdout, progress to
 stderr.
 
 --kind inference (default): an LLM generation of --prompt; the text is
-streamed from the first winner as it is generated.
+streamed from the first winner as it is generated. With --model a local GGUF
+file the job is planned: the whole model where --redundancy providers can
+hold it, else split by layers into the fewest stages the providers'
+advertised memory holds; --stages K (and --at L1,L2) chooses the split, and
+--stages 1 the whole model. A split job runs each stage on --redundancy
+providers in replica chains, in lockstep; its output is the whole model's,
+token for token. Split inference is not confidential: every stage provider
+(and a dispute's validators) can read the prompt and the output.
 
 --kind pipeline: --model is a pipeline model file (ogpu model train-example
 writes one) and --input a JSON array of numbers, which is encrypted here
@@ -332,6 +349,9 @@ only the decrypted result, computed here, is ever in the clear.`,
 	f.String("input", "", "pipeline: a JSON array of numbers or a file with one (encrypted here), or a ciphertext file")
 	f.String("he-keys", "", "pipeline: directory with secret.key and eval.keys (default HOME/he/PRESET-wWIDTH, created if missing)")
 	f.Uint64("max-tokens", 64, "tokens to generate at most")
+	f.Int("stages", 0, "inference: split the model into K stages (1: whole; 0: plan from the providers' memory; needs --model FILE)")
+	f.String("at", "", "inference with --stages: cut points, the first layer of every stage after the first, e.g. 2,4")
+	f.Int("ctx", llm.DefaultContextSize, "split inference: the providers' context size (frame bound)")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
 	f.String("max-price", "5ogpu", "price cap per provider (pipeline: per stage replica)")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
@@ -449,6 +469,11 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	j.MaxTokens, _ = f.GetUint64("max-tokens")
 	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
+	}
+	if ranges, err := planSplit(ctx, cmd, modelStr, j.Redundancy); err != nil {
+		return err
+	} else if ranges != nil {
+		return runSplitJob(ctx, cmd, modelStr, ranges, j)
 	}
 	cl, closeFn, err := clientSession(cmd, ctx)
 	if err != nil {

@@ -214,8 +214,10 @@ func (p *Provider) runSplitTask(ctx context.Context, k taskKey, j *chain.JobView
 	var down peer.ID
 	var upstream types.Address
 	if k.Stage+1 < j.Stages {
-		if down, _, err = slotPeer(ctx, p.cfg.Chain, j, k.Stage+1, chainIdx); err != nil {
-			return err
+		// Dial the downstream at its on-chain addresses now: frames flow
+		// as soon as the client starts.
+		if down, err = connectProvider(ctx, p.cfg.Host, p.cfg.Chain, j.Tasks[k.Stage+1].Slots[chainIdx].Provider); err != nil {
+			return fmt.Errorf("the next stage's provider (chain %d): %w", chainIdx, err)
 		}
 	} else if down, err = clientPeer(ctx, p.cfg.Chain, j); err != nil {
 		return err

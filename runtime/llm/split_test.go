@@ -450,3 +450,43 @@ func TestVocab(t *testing.T) {
 		t.Fatalf("CPUClass %q, Model.Class %q", c, s)
 	}
 }
+
+// TestPlanStages: the whole model when it fits; else the fewest even
+// stages that enough providers can hold; an error when nothing fits.
+func TestPlanStages(t *testing.T) {
+	info, err := Inspect(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := EstimateStageMemory(info, LayerRange{0, 5, 5}, 512, 512).Total
+	two, _ := Cuts(5, 2, nil)
+	var twoMost uint64
+	for _, r := range two {
+		twoMost = max(twoMost, EstimateStageMemory(info, r, 512, 512).Total)
+	}
+	for _, c := range []struct {
+		name   string
+		mems   []uint64
+		stages int // 0: whole
+		err    string
+	}{
+		{"fits whole", []uint64{whole, whole}, 0, ""},
+		{"one big, one small: split", []uint64{whole, twoMost, twoMost, twoMost}, 2, ""},
+		{"half fits", []uint64{twoMost, twoMost, twoMost, twoMost}, 2, ""},
+		{"too few providers for 2x2", []uint64{twoMost, twoMost, twoMost}, -1, "cannot hold it"},
+		{"nothing fits", []uint64{1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, -1, "cannot hold it"},
+		{"no providers", nil, -1, "no provider"},
+	} {
+		r, err := PlanStages(info, c.mems, 2, 512, 512)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v, %v; want %q", c.name, r, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.stages == 0 && r != nil, c.stages > 0 && len(r) != c.stages:
+			t.Errorf("%s: %v, want %d stages", c.name, r, c.stages)
+		}
+	}
+}
