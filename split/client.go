@@ -38,7 +38,39 @@ type ClientConfig struct {
 	OnToken func(token int32)
 	// WriteTimeout bounds sending one frame (DefaultFrameTimeout if 0).
 	WriteTimeout time.Duration
+	// Recover, if set, is asked when replica chain j fails (a stage died:
+	// its link broke or timed out). It may replace the dead stage (the
+	// chain's order, market.MsgReplaceStage) and return the chain's stage-0
+	// peer (new if stage 0 was replaced) once the chain is ready again;
+	// the generation then restarts chain j from position 0 with every
+	// frame sent so far (bit-identical, so every stage's transcript ends
+	// as if nothing had failed and the replacement rebuilds its KV cache),
+	// checks that the replayed tokens are the ones already agreed, and
+	// goes on in lockstep: the client sees a pause. ok false fails the
+	// generation with err. At most MaxRecoveries per generation.
+	Recover func(ctx context.Context, chain int, err error) (first peer.ID, ok bool)
+	// StepTimeout bounds the wait for one chain's token of a step
+	// (DefaultStepTimeout if 0): a chain whose stage died mid-step sends
+	// nothing, and only this notices it. Passing it is ErrTimeout for
+	// that chain (then Recover).
+	StepTimeout time.Duration
 }
+
+// DefaultStepTimeout: see ClientConfig.StepTimeout.
+const DefaultStepTimeout = 2 * time.Minute
+
+// MaxRecoveries bounds the chain restarts of one generation (the chain
+// allows market.MaxSplitReplacements replacements per job).
+const MaxRecoveries = 4
+
+// chainError is a failure of one replica chain.
+type chainError struct {
+	chain int
+	err   error
+}
+
+func (e *chainError) Error() string { return fmt.Sprintf("chain %d: %v", e.chain, e.err) }
+func (e *chainError) Unwrap() error { return e.err }
 
 // Divergence is where replica chains first disagreed: on the token frame
 // of Step (the same step as the client's input frame it answers), for
@@ -105,24 +137,13 @@ func Generate(ctx context.Context, srv *Server, c ClientConfig, prompt []int32) 
 			return nil, fmt.Errorf("split client: prompt token %d is %d, outside the vocabulary [0, %d)", i, t, c.Limits.Vocab)
 		}
 	}
-	g := &generation{c: c}
+	g := &generation{c: c, srv: srv}
 	defer g.close()
+	g.outs, g.ins = make([]*Outbox, len(c.First)), make([]*Inbox, len(c.First))
 	for j, first := range c.First {
-		chain := uint16(j)
-		s, err := NewSender(c.Key, Link{ChainID: srv.ChainID(), Job: c.Job, Chain: chain, From: market.ClientStage})
-		if err != nil {
+		if err := g.open(j, first); err != nil {
 			return nil, err
 		}
-		out, err := NewOutbox(srv.Host(), s, OutboxConfig{To: first, WriteTimeout: c.WriteTimeout})
-		if err != nil {
-			return nil, err
-		}
-		g.outs = append(g.outs, out)
-		in, err := srv.Expect(InboxConfig{Job: c.Job, Chain: chain, From: c.Stages - 1, Carries: KindToken, Limits: c.Limits, MaxTranscript: -1})
-		if err != nil {
-			return nil, err
-		}
-		g.ins = append(g.ins, in)
 	}
 	res, err := g.run(ctx, prompt)
 	if err != nil {
@@ -139,9 +160,74 @@ func Generate(ctx context.Context, srv *Server, c ClientConfig, prompt []int32) 
 
 type generation struct {
 	c    ClientConfig
+	srv  *Server
 	outs []*Outbox
 	ins  []*Inbox
 	step uint32 // frames sent to each chain
+	// sent is every frame sent to every chain, in order; tokens[i] the
+	// token all chains agreed on for frame i+1 (kept for recovery).
+	sent       []Frame
+	tokens     []int32
+	recoveries int
+}
+
+// open opens chain j's links: to its stage 0 (first) and from its last
+// stage.
+func (g *generation) open(j int, first peer.ID) error {
+	c := g.c
+	s, err := NewSender(c.Key, Link{ChainID: g.srv.ChainID(), Job: c.Job, Chain: uint16(j), From: market.ClientStage})
+	if err != nil {
+		return err
+	}
+	out, err := NewOutbox(g.srv.Host(), s, OutboxConfig{To: first, WriteTimeout: c.WriteTimeout})
+	if err != nil {
+		return err
+	}
+	in, err := g.srv.Expect(InboxConfig{Job: c.Job, Chain: uint16(j), From: c.Stages - 1, Carries: KindToken, Limits: c.Limits, MaxTranscript: -1})
+	if err != nil {
+		_ = out.Close()
+		return err
+	}
+	g.outs[j], g.ins[j] = out, in
+	return nil
+}
+
+// recover restarts chain j after its failure err (ClientConfig.Recover):
+// new links, every frame sent so far replayed, and the tokens of the
+// steps already agreed taken back and checked. It returns err where the
+// chain cannot be recovered.
+func (g *generation) recover(ctx context.Context, j int, err error) error {
+	// A refused frame is a protocol fault, not a dead stage: no restart.
+	if g.c.Recover == nil || g.recoveries >= MaxRecoveries || ctx.Err() != nil || errors.Is(err, ErrRefused) {
+		return &chainError{j, err}
+	}
+	g.recoveries++
+	_ = g.outs[j].Close()
+	g.ins[j].Close()
+	first, ok := g.c.Recover(ctx, j, err)
+	if !ok {
+		return &chainError{j, err}
+	}
+	if oerr := g.open(j, first); oerr != nil {
+		return &chainError{j, fmt.Errorf("%v; reopening after recovery: %w", err, oerr)}
+	}
+	for _, f := range g.sent {
+		if serr := g.outs[j].Send(ctx, f); serr != nil {
+			return &chainError{j, fmt.Errorf("%v; replaying after recovery: %w", err, serr)}
+		}
+	}
+	for i, want := range g.tokens {
+		f, rerr := g.recvStep(ctx, j)
+		switch {
+		case rerr != nil:
+			return &chainError{j, fmt.Errorf("%v; replaying after recovery, step %d: %w", err, i+1, rerr)}
+		case f.Kind != KindToken || f.Step != uint32(i+1):
+			return &chainError{j, fmt.Errorf("%v; replaying after recovery: a %s frame at step %d, want the token of step %d", err, f.Kind, f.Step, i+1)}
+		case f.Tokens[0] != want:
+			return &chainError{j, fmt.Errorf("replayed step %d gave token %d, the chains had agreed on %d", i+1, f.Tokens[0], want)}
+		}
+	}
+	return nil
 }
 
 func (g *generation) close() {
@@ -153,11 +239,15 @@ func (g *generation) close() {
 	}
 }
 
-// send sends f to stage 0 of every chain.
+// send sends f to stage 0 of every chain, recovering a chain whose
+// stage 0 is gone (the replay includes f).
 func (g *generation) send(ctx context.Context, f Frame) error {
-	for j, o := range g.outs {
-		if err := o.Send(ctx, f); err != nil {
-			return fmt.Errorf("chain %d: %w", j, err)
+	g.sent = append(g.sent, f)
+	for j := range g.outs {
+		if err := g.outs[j].Send(ctx, f); err != nil {
+			if rerr := g.recover(ctx, j, err); rerr != nil {
+				return rerr
+			}
 		}
 	}
 	g.step++
@@ -168,15 +258,25 @@ func (g *generation) send(ctx context.Context, f Frame) error {
 // position pos; a Divergence if they differ.
 func (g *generation) recv(ctx context.Context, step, pos uint32) (int32, *Divergence, error) {
 	toks := make([]int32, len(g.ins))
-	for j, in := range g.ins {
-		f, err := recvWatching(ctx, in, g.outs[j])
+	for j := 0; j < len(g.ins); j++ {
+		f, err := g.recvStep(ctx, j)
+		var fail error
 		switch {
 		case err == io.EOF:
-			return 0, nil, fmt.Errorf("chain %d: the last stage closed the link before the token of step %d", j, step)
+			fail = fmt.Errorf("the last stage closed the link before the token of step %d", step)
 		case err != nil:
-			return 0, nil, fmt.Errorf("chain %d: %w", j, err)
+			fail = err
 		case f.Kind == KindError:
-			return 0, nil, fmt.Errorf("chain %d: %w: %s", j, ErrStage, f.Message)
+			fail = fmt.Errorf("%w: %s", ErrStage, f.Message)
+		}
+		if fail != nil {
+			if rerr := g.recover(ctx, j, fail); rerr != nil {
+				return 0, nil, rerr
+			}
+			j-- // take this step's token from the recovered chain
+			continue
+		}
+		switch {
 		case f.Kind != KindToken:
 			return 0, nil, fmt.Errorf("chain %d: a %s frame at step %d, want a token", j, f.Kind, f.Step)
 		case f.Step != step || f.Pos0 != pos:
@@ -191,6 +291,7 @@ func (g *generation) recv(ctx context.Context, step, pos uint32) (int32, *Diverg
 			return 0, &Divergence{Step: step, Pos: pos, Tokens: toks}, nil
 		}
 	}
+	g.tokens = append(g.tokens, toks[0])
 	return toks[0], nil, nil
 }
 
@@ -245,6 +346,21 @@ func (g *generation) run(ctx context.Context, prompt []int32) (*Result, error) {
 		tok = t
 	}
 	return res, g.finish(ctx, g.step)
+}
+
+// recvStep takes chain j's next frame within the step timeout.
+func (g *generation) recvStep(ctx context.Context, j int) (Frame, error) {
+	d := g.c.StepTimeout
+	if d == 0 {
+		d = DefaultStepTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	f, err := recvWatching(sctx, g.ins[j], g.outs[j])
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		err = fmt.Errorf("%w: no token from the last stage within %v", ErrTimeout, d)
+	}
+	return f, err
 }
 
 // recvWatching is in.Recv, cut short if stage 0 refuses or ends the

@@ -220,6 +220,7 @@ var (
 // the same chain of the job (or the client, for stage 0; the last stage,
 // for the client).
 type pipeline struct {
+	mu     sync.Mutex // guards nodes (a recovery replaces one)
 	k, r   int
 	client node
 	csrv   *Server
@@ -231,6 +232,8 @@ type pipeline struct {
 
 // sender returns who may send on link (job, chain, stage).
 func (p *pipeline) sender(chain, stage uint16) (node, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if int(chain) >= p.r {
 		return node{}, false
 	}
