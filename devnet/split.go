@@ -92,6 +92,8 @@ func (d *devnet) splitRound(report *Report) error {
 
 	// Four slice providers: two per stage; prov5 nudges the residuals it
 	// sends, too little to change a token.
+	fmt.Fprintln(w, "prov4 and prov5 start serving stage 0's slice, prov6 and prov7 stage 1's (each runs it in a supervised worker process), 200ogpu bonded each;")
+	fmt.Fprintln(w, "prov5 starts with --devnet-lie: it nudges the residuals it sends, too little to change a token, so only the transcripts show it")
 	provs := make([]*provider, 4)
 	for i := range provs {
 		acct := d.accts[6+i]
@@ -126,8 +128,6 @@ func (d *devnet) splitRound(report *Report) error {
 		provs[i] = p
 	}
 	liar := provs[1]
-	fmt.Fprintf(w, "prov4, prov5 serve stage 0's slice and prov6, prov7 stage 1's (each runs it in a supervised worker process), registered with 200ogpu bonded each;\n")
-	fmt.Fprintf(w, "prov5 starts with --devnet-lie: it nudges the residuals it sends, too little to change a token, so only the transcripts show it\n")
 
 	// The whole model's greedy text: what the split job must print.
 	want, err := d.wholeText("Once upon a time", 40)
@@ -161,15 +161,11 @@ func (d *devnet) splitRound(report *Report) error {
 		return err
 	}
 	names := d.names()
-	var streaming atomic.Bool // the stream and the chain events come from different goroutines
+	var started atomic.Bool
 	res, err := d.client.RunSplit(ctx, job, func(f string, a ...any) {
-		line := "-> " + names.Replace(fmt.Sprintf(f, a...))
-		if streaming.Swap(false) {
-			line = "\n" + line
-		}
-		fmt.Fprintln(w, line)
+		d.println("-> " + names.Replace(fmt.Sprintf(f, a...)))
 	}, func(piece string) {
-		if !streaming.Swap(true) {
+		if !started.Swap(true) {
 			piece = "-> streamed through the replica chains in lockstep: " + job.Prompt + piece
 		}
 		fmt.Fprint(w, piece)
@@ -180,7 +176,7 @@ func (d *devnet) splitRound(report *Report) error {
 	}
 	sr := &SplitReport{Result: res, Whole: want.Text, Liar: liar.acct.addr}
 	report.Split = sr
-	fmt.Fprintf(w, "text: %q\n", res.Text)
+	d.println(fmt.Sprintf("text: %q", res.Text))
 	if res.Text != want.Text || len(res.Tokens) != len(want.Tokens) {
 		fmt.Fprintf(w, "the whole model's greedy text, computed here: %q\n", want.Text)
 		return fmt.Errorf("the split job's text (%d tokens) differs from the whole model's (%d tokens)", len(res.Tokens), len(want.Tokens))
@@ -225,7 +221,8 @@ func (d *devnet) splitRound(report *Report) error {
 		res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond), res.TTFT.Round(time.Millisecond), res.Decode.Round(time.Millisecond))
 	fmt.Fprintf(w, "prov5 held replica chain %d of stage 0: tombstoned %v, reputation %d/1000, bonded %s\n",
 		sr.LiarChain, pv.Tombstoned, pv.Score, types.FormatAmount(pv.Bonded))
-	fmt.Fprintf(w, "%s, stage 1 of the same chain, computed faithfully on the nudged residuals: settled %s, paid %s (balance +%s)\n",
+	fmt.Fprintf(w, "%s, stage 1 of the same chain, computed faithfully on the nudged residuals: settled %s, paid %s (balance +%s after its transactions' fees;\n"+
+		"   stage 1's task_settled pays nothing itself: each of its slots was paid on its own, split_slot_settled)\n",
 		d.name(sr.Downstream), sr.DownstreamOutcome, formatOr0(sr.DownstreamPaid), types.FormatAmount(sr.DownstreamGain))
 	switch {
 	case len(res.Outcomes) == 0 || res.Outcomes[0] != "verdict":
@@ -241,6 +238,16 @@ func (d *devnet) splitRound(report *Report) error {
 		return err
 	}
 	return d.printBalances(fmt.Sprintf("after round %d", n))
+}
+
+// println writes line on a line of its own: after a streamed text that
+// left its line open, on the next.
+func (d *devnet) println(line string) {
+	if lw, ok := d.w.(lineWriter); ok {
+		_, _ = lw.WriteLine([]byte(line + "\n"))
+		return
+	}
+	fmt.Fprintln(d.w, line)
 }
 
 // wholeText is the whole model's greedy text for prompt, in one llama.cpp
@@ -283,7 +290,7 @@ func (d *devnet) watchSplit(client types.Address, provs []*provider) (*splitWatc
 		ours[p.acct.addr] = true
 	}
 	names := d.names()
-	say := func(f string, a ...any) { fmt.Fprintln(d.w, "-> "+names.Replace(fmt.Sprintf(f, a...))) }
+	say := func(f string, a ...any) { d.println("-> " + names.Replace(fmt.Sprintf(f, a...))) }
 	d.goAgent(func() {
 		defer close(sw.done)
 		var job uint64
