@@ -100,7 +100,7 @@ func (d *devnet) logger(name string) *slog.Logger {
 func (d *devnet) startAgents() error {
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.parent, d.ctx, d.cancel = d.ctx, ctx, cancel
-	d.w = syncWriter{&sync.Mutex{}, d.w}
+	d.w = newSyncWriter(d.w)
 	// llama.cpp logs through slog.Default: keep its chatter out.
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -26,8 +26,9 @@ type account struct {
 
 // startChain funds the demo accounts in genesis, initializes the home and
 // starts the single-validator chain. The caller closes the node. d.accts
-// are then alice, bob, carol, prov1, prov2, prov3 and the validator's
-// operator, in this order.
+// are then alice, bob, carol, prov1, prov2, prov3 (the LLM and pipeline
+// rounds' providers), prov4 to prov7 (the split round's) and the
+// validator's operator, in this order.
 func (d *devnet) startChain() (*node.ChainNode, error) {
 	doc := genesis.Default()
 	// No drawn canaries: the script runs the same every time. The validator
@@ -37,7 +38,8 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 	for _, a := range []struct {
 		name string
 		fund uint64
-	}{{"alice", 1000}, {"bob", 100}, {"carol", 0}, {"prov1", 500}, {"prov2", 500}, {"prov3", 500}} {
+	}{{"alice", 1000}, {"bob", 100}, {"carol", 0}, {"prov1", 500}, {"prov2", 500}, {"prov3", 500},
+		{"prov4", 500}, {"prov5", 500}, {"prov6", 500}, {"prov7", 500}} {
 		key, err := crypto.GenerateKey()
 		if err != nil {
 			return nil, err

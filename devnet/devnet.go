@@ -14,7 +14,16 @@
 //     re-generation differs from its output, and it is slashed and
 //     tombstoned while alice still gets the verified text;
 //  3. an encrypted 3-stage CKKS pipeline job that alice decrypts and
-//     compares with the plaintext model.
+//     compares with the plaintext model;
+//  4. a split inference job: the model cut into 2 layer slices, served by
+//     four more providers (prov4 to prov7, two per stage, each running its
+//     slice in a supervised worker process), run as 2 replica chains in
+//     lockstep; prov5, in stage 0, nudges the residuals it sends, so the
+//     text is still the whole model's but the chain finds the stage whose
+//     outputs differ on the same input, the validator agent re-executes it
+//     and the liar is slashed and tombstoned, while the honest stage 1 of
+//     its chain is paid. Split inference is not confidential, and the
+//     round says so.
 //
 // The transcript has the chain's events and the agents' log lines as they
 // happen, and the balances with the supply check (everything adds up to
@@ -30,8 +39,13 @@
 // d.names() applied, records its result in a field of Report, and ends
 // with printBalances("after round N"). A round that needs providers
 // configured otherwise restarts them with stopProvider and
-// startProvider(p, configure), as liarRound does; a goroutine of its own
-// goes through goAgent, so that the agents' stop waits for it.
+// startProvider(p, configure), as liarRound does; one that needs more
+// providers makes them as splitRound does (a host from newHost, closed
+// through onStop) with accounts funded in startChain's genesis. A
+// goroutine of its own goes through goAgent, so that the agents' stop
+// waits for it. Split stages run in child processes of this executable
+// (runtime/stagehost): its main calls stagehost.MaybeServe first, as
+// cmd/ogpud does and this package's TestMain does.
 package devnet
 
 import (
@@ -73,6 +87,8 @@ type Report struct {
 	Plaintext []float64
 	// Canary is the canary the validator agent posted during round 1.
 	Canary *agent.CanaryStatus
+	// Split is the split inference job of round 4.
+	Split *SplitReport
 }
 
 // devnet is one run: the chain, its accounts and, from startAgents on,
@@ -120,6 +136,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 		d.agreedRound,
 		d.liarRound,
 		d.pipelineRound,
+		d.splitRound,
 	}); err != nil {
 		return nil, err
 	}

@@ -11,11 +11,15 @@ import (
 	"github.com/ogpu-network/ogpu/node/agent"
 )
 
-// TestDevnet runs the devnet's two LLM rounds end to end: a real in-process
+// TestDevnet runs the devnet's rounds end to end: a real in-process
 // CometBFT chain, real libp2p hosts on loopback, real llama.cpp on the real
 // stories260K model. Round 1 settles on the agreed output; in round 2 the
 // lying provider's output differs from the validator's re-generation and it
-// is slashed, and the client still gets the verified text.
+// is slashed, and the client still gets the verified text; round 3's
+// encrypted pipeline decrypts to the plaintext model's output; in round 4
+// a split job prints the whole model's text while its lying stage-0
+// provider is caught, slashed and tombstoned and the honest stage after it
+// is paid.
 func TestDevnet(t *testing.T) {
 	if _, err := agent.FindModel(); err != nil {
 		t.Fatalf("the devnet needs the shared model: %v", err)
@@ -66,7 +70,31 @@ func TestDevnet(t *testing.T) {
 	if !strings.Contains(out.String(), "decrypted by alice") || !strings.Contains(out.String(), "plaintext model:") {
 		t.Error("the devnet did not print the decrypted and plaintext results")
 	}
-	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 5 {
+	// Round 4: the split job printed the whole model's text; stage 0, where
+	// prov5 nudged its residuals, settled by the validator's re-execution;
+	// prov5 is tombstoned; the honest stage 1 of its chain was paid.
+	sp := rep.Split
+	if sp == nil || sp.Result == nil {
+		t.Fatalf("split round: %+v", sp)
+	}
+	if sp.Result.Text != sp.Whole || !strings.Contains(sp.Whole, "Lily") {
+		t.Errorf("split text %q, whole model's %q", sp.Result.Text, sp.Whole)
+	}
+	if len(sp.Result.Outcomes) != 2 || sp.Result.Outcomes[0] != "verdict" {
+		t.Errorf("split stages settled %v, want stage 0 verdict", sp.Result.Outcomes)
+	}
+	if !sp.LiarTombstoned {
+		t.Error("the lying stage-0 provider is not tombstoned")
+	}
+	if sp.Downstream == sp.Liar || sp.DownstreamOutcome != "downstream_unverified" ||
+		sp.DownstreamPaid == nil || sp.DownstreamPaid.IsZero() || sp.DownstreamGain == nil || sp.DownstreamGain.IsZero() {
+		t.Errorf("the liar's downstream %s: settled %q, paid %v, balance gain %v; want paid as downstream_unverified",
+			sp.Downstream.Hex(), sp.DownstreamOutcome, sp.DownstreamPaid, sp.DownstreamGain)
+	}
+	if !strings.Contains(out.String(), "split inference is NOT confidential") || !strings.Contains(out.String(), "split_diverged: stage 0") {
+		t.Error("the split round did not say it is not confidential, or did not print the divergence")
+	}
+	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 6 {
 		t.Error("the supply check did not hold at every step")
 	}
 }

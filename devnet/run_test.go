@@ -3,6 +3,7 @@ package devnet
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -77,5 +78,21 @@ func TestSideBySide(t *testing.T) {
 		if lines[1+i] != w {
 			t.Errorf("line %d: %q, want %q", 1+i, lines[1+i], w)
 		}
+	}
+}
+
+// TestLogLineAfterStream: an agent's log line written while a streamed
+// text has its line open starts on a line of its own; one written at the
+// start of a line gets no blank line before it.
+func TestLogLineAfterStream(t *testing.T) {
+	var b bytes.Buffer
+	w := newSyncWriter(&b)
+	l := slog.New(logHandler{w: w, name: "prov1"})
+	io.WriteString(w, "-> streamed: Once upon")
+	l.Info("generated", "job", 1)
+	io.WriteString(w, " a time\n")
+	l.Info("committed result")
+	if got, want := b.String(), "-> streamed: Once upon\n   [prov1] generated job=1\n a time\n   [prov1] committed result\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -9,15 +9,29 @@ import (
 func newDevnetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "devnet",
-		Short: "Run a market round end to end on an in-process single-validator chain",
+		Short: "Run the market rounds end to end on an in-process single-validator chain",
 		Long: `Start a single-validator chain in a temporary home, fund demo accounts in
-genesis and make transfers; then start three provider agents, a validator
-agent and a client on loopback libp2p, and run two LLM jobs (r=2) on the
-stories260K model with llama.cpp: one whose two winners agree and are paid,
-and one where a provider started with --devnet-lie changes a token, the
-validator's re-generation differs from it, and the liar is slashed. Every step
-is printed, with balances and the supply check before and after. Nothing
-outside the temporary home is touched.`,
+genesis and make transfers; then start a validator agent, provider agents and
+a client on loopback libp2p and run the market rounds, every step printed with
+the chain's events, the balances and the supply check (everything adds up to
+the cap) before and after each:
+
+  1. an LLM job (r=2) on the stories260K model with llama.cpp whose two
+     winners agree and are paid, beside a canary the validator agent posts
+     that looks like the client's job and settles on its known answer;
+  2. the same job with a provider restarted with --devnet-lie: it changes a
+     token, the validator's re-generation differs from it, and it is
+     slashed and tombstoned while the client gets the verified text;
+  3. an encrypted 3-stage CKKS pipeline job whose providers never see the
+     data; the client decrypts it and compares it with the plaintext model;
+  4. a split inference job: the model cut into 2 layer slices, each served
+     by 2 providers (2 replica chains), one stage-0 provider lying; the text
+     equals the whole model's, the chain disputes the stage whose outputs
+     differ on the same input, the validator agent re-executes it, the liar
+     is slashed and the honest next stage of its chain is paid. Split
+     inference is not confidential.
+
+Nothing outside the temporary home is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var o devnet.Options
