@@ -112,9 +112,10 @@ type Provider struct {
 	pipes   map[taskKey]*pipeTask
 	// splitSrv receives split hand-offs (nil without slices); splits is
 	// what the provider keeps of each split slot it ran.
-	splitSrv *split.Server
-	splits   map[taskKey]*splitState
-	evals    map[[2]types.Hash]*he.Evaluator
+	splitSrv      *split.Server
+	splits        map[taskKey]*splitState
+	splitRestarts map[taskKey]splitRestart
+	evals         map[[2]types.Hash]*he.Evaluator
 	// evalMu serializes CKKS evaluation (an evaluator is single-threaded
 	// and the work is CPU-bound).
 	evalMu sync.Mutex
@@ -165,7 +166,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		models: make(map[types.Hash]*llm.Model), bids: make(map[taskKey]*bidSecret),
 		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool), checked: make(map[taskKey]bool),
 		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
-		splits: make(map[taskKey]*splitState),
+		splits: make(map[taskKey]*splitState), splitRestarts: make(map[taskKey]splitRestart),
 	}
 	if p.access == nil {
 		p.access = NewAccess(cfg.Chain)
@@ -501,6 +502,11 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		var e market.EventInputAvailable
 		if types.DecodeEvent(ev, &e) == nil {
 			p.spawn(func() { p.inputAvailable(ctx, e) })
+		}
+	case market.EventSplitStageReplaced{}.EventType():
+		var e market.EventSplitStageReplaced
+		if types.DecodeEvent(ev, &e) == nil {
+			p.stageReplaced(ctx, e)
 		}
 	case market.EventSplitInputsPending{}.EventType():
 		var e market.EventSplitInputsPending

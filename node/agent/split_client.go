@@ -34,6 +34,10 @@ type SplitJob struct {
 	// (default llm.DefaultContextSize) and the prefill chunk per frame
 	// (default llm.DefaultBatchSize).
 	ContextSize, Chunk int
+	// StepTimeout is how long a chain may take for one token before the
+	// client looks for a dead stage and replaces it
+	// (split.DefaultStepTimeout if 0).
+	StepTimeout time.Duration
 }
 
 // SplitResult is how a split job ended.
@@ -276,6 +280,10 @@ func (c *Client) generateSplit(ctx context.Context, srv *split.Server, id uint64
 			}
 		},
 	}
+	cc.StepTimeout = j.StepTimeout
+	cc.Recover = func(ctx context.Context, chainIdx int, cause error) (peer.ID, bool) {
+		return c.recoverChain(ctx, id, uint16(chainIdx), cause, progress)
+	}
 	progress("generating through %d replica chains in lockstep", len(first))
 	res, err := split.Generate(ctx, srv, cc, prompt)
 	if res != nil {
@@ -291,4 +299,64 @@ func (c *Client) generateSplit(ctx context.Context, srv *split.Server, id uint64
 		}
 	}
 	return err
+}
+
+// recoverChain is the client's answer to a failed replica chain of split
+// job id: it finds the stage whose provider is unreachable, orders its
+// replacement on chain (market.MsgReplaceStage: the next eligible backup
+// takes the slot, the dead provider is slashed as a no-show, burned),
+// waits until the chain shows it, and returns the chain's stage-0 peer;
+// the split client then replays the chain from position 0. Where every
+// provider answers, nothing is replaced and the generation stops.
+func (c *Client) recoverChain(ctx context.Context, id uint64, chainIdx uint16, cause error, progress Progress) (peer.ID, bool) {
+	progress("replica chain %d stopped (%v): looking for the stage that died", chainIdx, cause)
+	j, err := c.Chain.Job(ctx, id)
+	if err != nil {
+		progress("cannot read job %d: %v", id, err)
+		return "", false
+	}
+	dead := -1
+	for s := range j.Stages {
+		slot := j.Tasks[s].Slots[chainIdx]
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := connectProvider(pctx, c.Host, c.Chain, slot.Provider)
+		cancel()
+		if err != nil {
+			progress("stage %d of chain %d (%s) does not answer: %v", s, chainIdx, slot.Provider.Hex(), err)
+			dead = int(s)
+			break
+		}
+	}
+	if dead < 0 {
+		progress("every provider of chain %d answers: nothing to replace", chainIdx)
+		return "", false
+	}
+	old := j.Tasks[dead].Slots[chainIdx].Provider
+	msg := &market.MsgReplaceStage{Job: id, Stage: uint16(dead), Chain: chainIdx}
+	if _, err := c.sender.Send(ctx, msg.Raw()); err != nil {
+		progress("the chain refused the replacement of stage %d of chain %d: %v", dead, chainIdx, err)
+		return "", false
+	}
+	for {
+		j, err = c.Chain.Job(ctx, id)
+		if err == nil && j.Tasks[dead].Slots[chainIdx].Provider != old {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	progress("stage %d of chain %d: %s replaced by %s, which rebuilds its cache from the replayed transcript; the chain resumes",
+		dead, chainIdx, old.Hex(), j.Tasks[dead].Slots[chainIdx].Provider.Hex())
+	first, _, err := slotPeer(ctx, c.Chain, j, 0, chainIdx)
+	if err != nil {
+		progress("stage 0 of chain %d: %v", chainIdx, err)
+		return "", false
+	}
+	for _, s := range []uint16{0, j.Stages - 1} { // the chain's ends talk to us
+		_, _ = connectProvider(ctx, c.Host, c.Chain, j.Tasks[s].Slots[chainIdx].Provider)
+	}
+	return first, true
 }

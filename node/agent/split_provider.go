@@ -195,7 +195,12 @@ func lieRows(pos0 int, rows []float32) {
 }
 
 // runSplitTask runs this provider's stage of split job j on its replica
-// chain until the chain's links close, then commits.
+// chain until the chain's links close, then commits. When a stage of its
+// chain is replaced (split_stage_replaced), the stage starts over from
+// position 0 with a fresh link: the client replays every frame, so the
+// transcript it finally commits is the one an uninterrupted run gives. A
+// stage whose link broke (a neighbour died) waits for that restart until
+// shortly before its commit deadline, then commits what it has.
 func (p *Provider) runSplitTask(ctx context.Context, k taskKey, j *chain.JobView, commitDeadline uint64) error {
 	chainIdx, ok := p.splitSlot(j, k.Stage)
 	if !ok {
@@ -211,58 +216,160 @@ func (p *Provider) runSplitTask(ctx context.Context, k taskKey, j *chain.JobView
 	}
 	defer w.Close()
 	info := w.Info()
-	var down peer.ID
-	var upstream types.Address
-	if k.Stage+1 < j.Stages {
-		// Dial the downstream at its on-chain addresses now: frames flow
-		// as soon as the client starts.
-		if down, err = connectProvider(ctx, p.cfg.Host, p.cfg.Chain, j.Tasks[k.Stage+1].Slots[chainIdx].Provider); err != nil {
-			return fmt.Errorf("the next stage's provider (chain %d): %w", chainIdx, err)
-		}
-	} else if down, err = clientPeer(ctx, p.cfg.Chain, j); err != nil {
-		return err
-	}
-	if k.Stage == 0 {
-		upstream = j.Client
-	} else if _, upstream, err = slotPeer(ctx, p.cfg.Chain, j, k.Stage-1, chainIdx); err != nil {
-		return err
-	}
 	fw := &workerForwarder{w: w, nEmbd: info.NEmbd}
 	if p.cfg.Lie && !info.Last() {
 		fw.lie = lieRows
 		p.log.Warn("lying: nudging the residuals this stage sends", "job", k.Job, "stage", k.Stage, "chain", chainIdx)
 	}
-	lim := splitLimits(p.cfg.LLM, info.NEmbd, info.NVocab)
+	restart := p.splitRestartChan(k, chainIdx)
+	defer p.dropSplitRestart(k)
+	for run := 0; ; run++ {
+		if run > 0 {
+			// The chain changed: read who holds the neighbouring slots and
+			// the moved deadline.
+			if j, err = p.cfg.Chain.Job(ctx, k.Job); err != nil {
+				return err
+			}
+			if c, ok := p.splitSlot(j, k.Stage); !ok || c != chainIdx {
+				return fmt.Errorf("%w: this provider no longer holds slot %d of stage %d", errTaskClosed, chainIdx, k.Stage)
+			}
+			commitDeadline = max(commitDeadline, j.Tasks[k.Stage].CommitDeadline)
+		}
+		st, upstream, err := p.startSplitStage(ctx, k, j, chainIdx, info, fw)
+		if err != nil {
+			return err
+		}
+		if run == 0 {
+			p.log.Info("won a split stage: serving", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "layers", fmt.Sprintf("%d..%d", info.From, info.To-1))
+		} else {
+			p.log.Info("restarted the split stage after a replacement in its chain", "job", k.Job, "stage", k.Stage, "chain", chainIdx)
+		}
+		wctx, cancel := untilHeight(ctx, p.cfg.Chain, commitDeadline)
+		done := make(chan error, 1)
+		go func() { done <- st.Wait(wctx) }()
+		var serr error
+		again := false
+		select {
+		case serr = <-done:
+			if serr != nil && ctx.Err() == nil && wctx.Err() == nil {
+				// A neighbour may have died: wait for the client's
+				// replacement, until a little before the deadline.
+				p.log.Warn("split stage link broke; waiting for a replacement in the chain", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "err", serr)
+				gctx, gcancel := untilHeight(ctx, p.cfg.Chain, max(commitDeadline, 3)-2)
+				select {
+				case <-restart:
+					again = true
+				case <-gctx.Done():
+				}
+				gcancel()
+			}
+		case <-restart:
+			st.Close()
+			<-done
+			again = true
+		}
+		cancel()
+		if again {
+			st.Close()
+			continue
+		}
+		if serr != nil && ctx.Err() != nil {
+			st.Close()
+			return ctx.Err()
+		}
+		c := st.Commitment()
+		state := &splitState{Chain: chainIdx, Upstream: upstream}
+		state.Evidence, state.HasProof = st.Evidence()
+		var tr bytes.Buffer
+		if _, err := st.Transcript().WriteTo(&tr); err == nil {
+			state.Transcript = tr.Bytes()
+		}
+		fwd := st.Forwards()
+		st.Close()
+		p.mu.Lock()
+		p.splits[k] = state
+		p.mu.Unlock()
+		if serr != nil {
+			p.log.Warn("split stage ended with an error; committing what it received and sent", "job", k.Job, "stage", k.Stage, "err", serr)
+		}
+		p.log.Info("split stage done", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "frames", c.T, "forwards", fwd)
+		return p.commitSplit(ctx, k, chainIdx, c, commitDeadline)
+	}
+}
+
+// startSplitStage starts slot chainIdx of stage k.Stage of j on the split
+// server: frames from the slot's current upstream, to its current
+// downstream.
+func (p *Provider) startSplitStage(ctx context.Context, k taskKey, j *chain.JobView, chainIdx uint16, info stagehost.Info, fw *workerForwarder) (*split.Stage, types.Address, error) {
+	var down peer.ID
+	var upstream types.Address
+	var err error
+	if k.Stage+1 < j.Stages {
+		// Dial the downstream at its on-chain addresses now: frames flow
+		// as soon as the client starts.
+		if down, err = connectProvider(ctx, p.cfg.Host, p.cfg.Chain, j.Tasks[k.Stage+1].Slots[chainIdx].Provider); err != nil {
+			return nil, upstream, fmt.Errorf("the next stage's provider (chain %d): %w", chainIdx, err)
+		}
+	} else if down, err = clientPeer(ctx, p.cfg.Chain, j); err != nil {
+		return nil, upstream, err
+	}
+	if k.Stage == 0 {
+		upstream = j.Client
+	} else if _, upstream, err = slotPeer(ctx, p.cfg.Chain, j, k.Stage-1, chainIdx); err != nil {
+		return nil, upstream, err
+	}
 	st, err := split.StartStage(p.splitSrv, split.StageConfig{
 		Job: k.Job, Chain: chainIdx, Stage: k.Stage, Stages: j.Stages, Key: p.cfg.Key,
-		Limits: lim, Forwarder: fw, Downstream: down,
+		Limits: splitLimits(p.cfg.LLM, info.NEmbd, info.NVocab), Forwarder: fw, Downstream: down,
 	})
-	if err != nil {
-		return err
+	return st, upstream, err
+}
+
+// splitRestart restarts a running split stage of replica chain chain.
+type splitRestart struct {
+	chain uint16
+	c     chan struct{}
+}
+
+// splitRestartChan is the channel that restarts task k's stage (slot
+// chainIdx).
+func (p *Provider) splitRestartChan(k taskKey, chainIdx uint16) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.splitRestarts[k]
+	if !ok {
+		r = splitRestart{chain: chainIdx, c: make(chan struct{}, 1)}
+		p.splitRestarts[k] = r
 	}
-	defer st.Close()
-	p.log.Info("won a split stage: serving", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "layers", fmt.Sprintf("%d..%d", info.From, info.To-1))
-	wctx, cancel := untilHeight(ctx, p.cfg.Chain, commitDeadline)
-	serr := st.Wait(wctx)
-	cancel()
-	if serr != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	c := st.Commitment()
-	state := &splitState{Chain: chainIdx, Upstream: upstream}
-	state.Evidence, state.HasProof = st.Evidence()
-	var tr bytes.Buffer
-	if _, err := st.Transcript().WriteTo(&tr); err == nil {
-		state.Transcript = tr.Bytes()
+	return r.c
+}
+
+func (p *Provider) dropSplitRestart(k taskKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.splitRestarts, k)
+}
+
+// stageReplaced answers split_stage_replaced: the new holder starts the
+// stage; every other provider of the same replica chain restarts its
+// stage, for the client's replay.
+func (p *Provider) stageReplaced(ctx context.Context, e market.EventSplitStageReplaced) {
+	if e.To == p.addr {
+		p.log.Info("took over a split stage from a provider that stopped: replaying", "job", e.Job, "stage", e.Stage, "chain", e.Chain)
+		p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
+		return
 	}
 	p.mu.Lock()
-	p.splits[k] = state
-	p.mu.Unlock()
-	if serr != nil {
-		p.log.Warn("split stage ended with an error; committing what it received and sent", "job", k.Job, "stage", k.Stage, "err", serr)
+	defer p.mu.Unlock()
+	for k, r := range p.splitRestarts {
+		if k.Job != e.Job || r.chain != e.Chain {
+			continue
+		}
+		select {
+		case r.c <- struct{}{}:
+		default:
+		}
 	}
-	p.log.Info("split stage done", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "frames", c.T, "forwards", st.Forwards())
-	return p.commitSplit(ctx, k, chainIdx, c, commitDeadline)
 }
 
 // commitSplit commits (T, Hin, Hout) of slot chainIdx of task k.

@@ -196,3 +196,69 @@ func TestSplitLiarCaughtDownstreamPaid(t *testing.T) {
 	}
 	n.supplyIsCap()
 }
+
+// TestSplitStageKilledReplayed: the provider of the last stage of replica
+// chain 1 dies mid-generation. The client notices (no token within the
+// step timeout), finds the stage that does not answer, orders its
+// replacement; the backup bidder takes the slot, the chain's surviving
+// stage restarts, the client replays every frame and the backup rebuilds
+// its KV cache; the client sees a pause, and its text is still exactly
+// the whole model's. The dead provider is slashed as a no-show (burned)
+// and the job settles with every stage agreed.
+func TestSplitStageKilledReplayed(t *testing.T) {
+	n := newTestNet(t)
+	m, files := n.splitModel(3)
+	provs := map[string]*testProvider{
+		"prov1": n.splitProvider("prov1", files[0], 50, false),
+		"prov2": n.splitProvider("prov2", files[0], 50, false),
+		"prov3": n.splitProvider("prov3", files[1], 50, false),
+		"mal1":  n.splitProvider("mal1", files[1], 50, false),
+		"mal2":  n.splitProvider("mal2", files[1], 60, false), // the backup: ranked third
+	}
+	want := n.wholeText(40)
+	cl := n.client()
+	progress := func(f string, a ...any) { t.Logf("[client] "+f, a...) }
+	job := n.splitJob(m, n.vocab(), 40)
+	job.StepTimeout = 3 * time.Second
+	pieces := 0
+	var killed string
+	res, err := cl.RunSplit(n.ctx, job, progress, func(string) {
+		if pieces++; pieces != 5 {
+			return
+		}
+		for name, tp := range provs {
+			tp.agent.mu.Lock()
+			for k, r := range tp.agent.splitRestarts {
+				if k.Stage == 1 && r.chain == 1 {
+					killed = name
+				}
+			}
+			tp.agent.mu.Unlock()
+		}
+		t.Logf("killing %s, the last stage of chain 1, after 5 tokens", killed)
+		provs[killed].kill()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed == "" {
+		t.Fatal("no provider held stage 1 of chain 1")
+	}
+	if res.Text != want.Text {
+		t.Fatalf("split text %q\nwhole text %q", res.Text, want.Text)
+	}
+	for s, o := range res.Outcomes {
+		if o != "agreed" {
+			t.Fatalf("stage %d settled %q, want agreed", s, o)
+		}
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := j.Tasks[1].Slots[1]
+	if len(slot.Replaced) != 1 || slot.Replaced[0] != addrOf(n, killed) || slot.Provider != addrOf(n, "mal2") {
+		t.Fatalf("stage 1 chain 1: provider %s, replaced %v; want mal2 replacing %s", slot.Provider.Hex(), slot.Replaced, killed)
+	}
+	n.supplyIsCap()
+}
