@@ -5,16 +5,19 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/runtime/stagehost"
+	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -259,6 +262,90 @@ func TestSplitStageKilledReplayed(t *testing.T) {
 	slot := j.Tasks[1].Slots[1]
 	if len(slot.Replaced) != 1 || slot.Replaced[0] != addrOf(n, killed) || slot.Provider != addrOf(n, "mal2") {
 		t.Fatalf("stage 1 chain 1: provider %s, replaced %v; want mal2 replacing %s", slot.Provider.Hex(), slot.Replaced, killed)
+	}
+	n.supplyIsCap()
+}
+
+// TestSplitStrangerFramesRefused: while a split job runs, a stranger (a
+// registered provider with no slot in the job, and then a peer with no
+// record at all) sends frames to stage 0 of chain 0 as if it were the
+// client, and to stage 1 as if it were stage 0: every stream is refused
+// by the provider's chain-backed access rule with a clear error, the
+// generation is untouched, and nobody is slashed.
+func TestSplitStrangerFramesRefused(t *testing.T) {
+	n := newTestNet(t)
+	m, files := n.splitModel(3)
+	provs := map[string]*testProvider{
+		"prov1": n.splitProvider("prov1", files[0], 50, false),
+		"prov2": n.splitProvider("prov2", files[0], 50, false),
+		"prov3": n.splitProvider("prov3", files[1], 50, false),
+		"mal1":  n.splitProvider("mal1", files[1], 50, false),
+	}
+	strangerKey, _ := ethcrypto.GenerateKey()
+	sh, _ := n.host("stranger", strangerKey)
+	want := n.wholeText(40)
+	cl := n.client()
+	chainID, err := n.c.ChainID(n.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusals []error
+	pieces := 0
+	res, err := cl.RunSplit(n.ctx, n.splitJob(m, n.vocab(), 40), nil, func(string) {
+		if pieces++; pieces != 3 {
+			return
+		}
+		jobs, _ := n.c.Job(n.ctx, 1)
+		for _, target := range []struct {
+			stage, from uint16
+			kind        split.Kind
+		}{{0, market.ClientStage, split.KindTokens}, {1, 0, split.KindActivations}} {
+			pv, err := n.c.Provider(n.ctx, jobs.Tasks[target.stage].Slots[0].Provider)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			pid, _ := peer.Decode(pv.PeerID)
+			_ = sh.ConnectPeer(n.ctx, pid, pv.Addrs)
+			s, _ := split.NewSender(strangerKey, split.Link{ChainID: chainID, Job: 1, Chain: 0, From: target.from})
+			out, _ := split.NewOutbox(sh.Host(), s, split.OutboxConfig{To: pid})
+			f := split.Frame{Header: split.Header{Kind: split.KindTokens, Pos0: 0, N: 1, Flags: split.FlagReset}, Tokens: []int32{1}}
+			if target.kind == split.KindActivations {
+				f = split.Frame{Header: split.Header{Kind: split.KindActivations, Pos0: 0, N: 1, NEmbd: 64, Flags: split.FlagReset}, Rows: make([]float32, 64)}
+			}
+			err = out.Send(n.ctx, f)
+			for i := 0; err == nil && i < 200; i++ {
+				time.Sleep(10 * time.Millisecond) // the refusal is on its way back
+				f.Flags, f.Pos0 = 0, uint32(i+1)
+				err = out.Send(n.ctx, f)
+			}
+			refusals = append(refusals, err)
+			out.Close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != want.Text {
+		t.Fatalf("split text %q\nwhole text %q", res.Text, want.Text)
+	}
+	if len(refusals) != 2 {
+		t.Fatalf("%d stranger attempts", len(refusals))
+	}
+	for i, err := range refusals {
+		if err == nil || !strings.Contains(err.Error(), "may not send") {
+			t.Fatalf("stranger attempt %d: %v, want a refusal saying who may send", i, err)
+		}
+	}
+	for s, o := range res.Outcomes {
+		if o != "agreed" {
+			t.Fatalf("stage %d settled %q", s, o)
+		}
+	}
+	for name := range provs {
+		if pv, _ := n.c.Provider(n.ctx, addrOf(n, name)); pv.Jailed || pv.Tombstoned {
+			t.Fatalf("%s was punished", name)
+		}
 	}
 	n.supplyIsCap()
 }
