@@ -118,6 +118,7 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.StringArray("model", nil, "GGUF model file to serve (repeatable)")
 	f.StringArray("want-model", nil, "sha256 of a model to fetch from peers and serve (repeatable)")
 	f.StringArray("slice", nil, "GGUF slice (ogpu model split) to serve as a stage of split jobs (repeatable)")
+	f.StringArray("want-slice", nil, "sha256 of a slice (from a split manifest) to fetch from peers and serve (repeatable)")
 	f.String("pricing-script", "", "executable that reads the job as JSON on stdin and prints a price (docs/pricing-scripts.md)")
 	f.String("price-base", "0.1ogpu", "built-in strategy: price per job")
 	f.String("price-per-token", "0.05ogpu", "built-in strategy: price per token of the job's budget")
@@ -215,6 +216,14 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 		}
 		logger.Info("serving slice", "file", file, "sha256", fmt.Sprintf("%x", hash))
 		cfg.Slices = append(cfg.Slices, hash)
+	}
+	wantSlices, _ := f.GetStringArray("want-slice")
+	for _, s := range wantSlices {
+		hash, err := parseHash("slice hash", s)
+		if err != nil {
+			return err
+		}
+		cfg.WantSlices = append(cfg.WantSlices, hash)
 	}
 	wants, _ := f.GetStringArray("want-model")
 	for _, s := range wants {

@@ -47,6 +47,9 @@ type ProviderConfig struct {
 	// runs as stages of split jobs and serves; they are advertised with
 	// the models.
 	Slices []types.Hash
+	// WantSlices are slices to fetch from peers at start (by sha256, as
+	// a split manifest names them), then run and serve.
+	WantSlices []types.Hash
 	LLM    llm.Options
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
@@ -181,7 +184,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	// was built with: they are the ones the provider binds its jobs to.
 	cfg.Host.SetAuthorize(p.access.Authorize)
 	serveStreams(cfg.Host, &p.feeds, p.access, p.holdsSlot, 10*time.Minute)
-	if len(cfg.Slices) > 0 {
+	if len(cfg.Slices) > 0 || len(cfg.WantSlices) > 0 {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		id, err := cfg.Chain.ChainID(cctx)
 		cancel()
@@ -272,8 +275,23 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		}
 		p.cfg.Models = append(p.cfg.Models, h)
 	}
-	if len(p.cfg.Models) == 0 && len(p.cfg.Slices) == 0 && !p.cfg.Pipeline {
+	if len(p.cfg.Models) == 0 && len(p.cfg.Slices) == 0 && len(p.cfg.WantSlices) == 0 && !p.cfg.Pipeline {
 		return nil, errors.New("provider: no model to serve (import a GGUF file with --model or a slice with --slice, or offer encrypted pipelines)")
+	}
+	for _, h := range p.cfg.WantSlices {
+		if !p.cfg.Store.Has(h) {
+			p.log.Info("fetching slice from peers", "slice", fmt.Sprintf("%x", h[:8]))
+			var progress func(done, total int64)
+			if f := p.cfg.FetchProgress; f != nil {
+				progress = func(done, total int64) { f(h, done, total) }
+			}
+			if _, err := p.cfg.Host.Fetch(ctx, h, p2p.FetchOptions{Progress: progress}); err != nil {
+				return nil, fmt.Errorf("fetch slice %x: %w", h, err)
+			}
+		}
+		if !slices.Contains(p.cfg.Slices, h) {
+			p.cfg.Slices = append(p.cfg.Slices, h)
+		}
 	}
 	for _, h := range p.cfg.Slices {
 		path, err := p.cfg.Store.Path(h)

@@ -50,12 +50,24 @@ func (n *testNet) splitModel(at ...int) (*llm.SplitManifest, []llm.SliceFile) {
 
 // splitProvider starts a provider agent serving one slice.
 func (n *testNet) splitProvider(name string, slice llm.SliceFile, perTokenMilli uint64, lie bool) *testProvider {
+	return n.splitProviderWith(name, slice, perTokenMilli, lie, false)
+}
+
+// splitProviderWith is splitProvider; with fetch the provider gets its
+// slice from peers by hash (WantSlices) instead of from a file.
+func (n *testNet) splitProviderWith(name string, slice llm.SliceFile, perTokenMilli uint64, lie, fetch bool) *testProvider {
 	n.t.Helper()
 	nodeKey, _ := ethcrypto.GenerateKey()
 	h, store := n.host(name, nodeKey)
-	hash, err := store.PutFile(slice.Path)
-	if err != nil {
-		n.t.Fatal(err)
+	var have, want []types.Hash
+	if fetch {
+		want = append(want, slice.Hash)
+	} else {
+		hash, err := store.PutFile(slice.Path)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		have = append(have, hash)
 	}
 	access, err := OpenAccess(n.c, filepath.Join(n.home, name, "access"))
 	if err != nil {
@@ -63,7 +75,7 @@ func (n *testNet) splitProvider(name string, slice llm.SliceFile, perTokenMilli 
 	}
 	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
 	p, err := NewProvider(ProviderConfig{Access: access,
-		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Slices: []types.Hash{hash}, LLM: n.lo,
+		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Slices: have, WantSlices: want, LLM: n.lo,
 		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)},
 		Bond:     types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
 		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
@@ -129,7 +141,7 @@ func TestSplitJobEqualsWhole(t *testing.T) {
 	n.splitProvider("prov1", files[0], 50, false)
 	n.splitProvider("prov2", files[0], 50, false)
 	n.splitProvider("prov3", files[1], 50, false)
-	n.splitProvider("mal1", files[1], 50, false)
+	n.splitProviderWith("mal1", files[1], 50, false, true) // fetches its slice from prov3 by hash
 	want := n.wholeText(40)
 	cl := n.client()
 	progress := func(f string, a ...any) { t.Logf("[client] "+f, a...) }
