@@ -50,7 +50,7 @@ type ProviderConfig struct {
 	// WantSlices are slices to fetch from peers at start (by sha256, as
 	// a split manifest names them), then run and serve.
 	WantSlices []types.Hash
-	LLM    llm.Options
+	LLM        llm.Options
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
 	// Attributes are published on chain (hardware, measured speed).
