@@ -489,32 +489,44 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer closeFn()
-	asJSON := jsonOutput(cmd)
+	progress, onText, done := streamText(cmd, j.Prompt)
+	res, err := cl.RunLLM(ctx, j, progress, onText)
+	done()
+	if err != nil {
+		return err
+	}
+	return printJobResult(cmd, res)
+}
+
+// streamText prints a job's progress to stderr and its text to stdout as
+// it streams (after the prompt, unless the output is JSON), keeping the
+// two apart; done ends the text's line.
+func streamText(cmd *cobra.Command, prompt string) (progress agent.Progress, onText func(string), done func()) {
 	errw, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
-	streaming := false
-	res, err := cl.RunLLM(ctx, j, func(format string, a ...any) {
+	asJSON, streaming := jsonOutput(cmd), false
+	progress = func(format string, a ...any) {
 		if streaming {
 			fmt.Fprintln(out)
 			streaming = false
 		}
 		fmt.Fprintf(errw, format+"\n", a...)
-	}, func(piece string) {
+	}
+	onText = func(piece string) {
 		if asJSON {
 			return
 		}
 		if !streaming {
-			fmt.Fprint(out, j.Prompt)
+			fmt.Fprint(out, prompt)
 			streaming = true
 		}
 		fmt.Fprint(out, piece)
-	})
-	if streaming {
-		fmt.Fprintln(out)
 	}
-	if err != nil {
-		return err
+	done = func() {
+		if streaming {
+			fmt.Fprintln(out)
+		}
 	}
-	return printJobResult(cmd, res)
+	return progress, onText, done
 }
 
 func printJobResult(cmd *cobra.Command, res *agent.LLMResult) error {

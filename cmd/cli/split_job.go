@@ -85,34 +85,17 @@ func runSplitJob(ctx context.Context, cmd *cobra.Command, model string, ranges [
 		return err
 	}
 	defer closeFn()
-	errw, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	errw := cmd.ErrOrStderr()
 	for i, s := range m.Stages {
 		fmt.Fprintf(errw, "stage %d: layers %d..%d, slice %s\n", i, s.From, s.To-1, s.Slice)
 	}
-	asJSON := jsonOutput(cmd)
-	streaming := false
+	progress, onText, done := streamText(cmd, j.Prompt)
 	res, err := cl.RunSplit(ctx, agent.SplitJob{
 		Manifest: m, Vocab: v, Prompt: j.Prompt, MaxTokens: j.MaxTokens, Redundancy: j.Redundancy,
 		MaxPrice: j.MaxPrice, Req: j.Req, Windows: j.Windows, ContextSize: ctxSize,
-	}, func(format string, a ...any) {
-		if streaming {
-			fmt.Fprintln(out)
-			streaming = false
-		}
-		fmt.Fprintf(errw, format+"\n", a...)
-	}, func(piece string) {
-		if asJSON {
-			return
-		}
-		if !streaming {
-			fmt.Fprint(out, j.Prompt)
-			streaming = true
-		}
-		fmt.Fprint(out, piece)
-	})
-	if streaming {
-		fmt.Fprintln(out)
-	}
+	}, progress, onText)
+	done()
+	asJSON := jsonOutput(cmd)
 	if res != nil && asJSON {
 		if oerr := output(cmd, res, nil); oerr != nil {
 			return oerr

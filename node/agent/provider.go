@@ -833,11 +833,17 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 // passed) is errTaskClosed, and nothing is left to reveal.
 func (p *Provider) commitResult(ctx context.Context, k taskKey, h types.Hash, commitDeadline uint64) error {
 	secret := &resultSecret{Result: h, Salt: randomHash(), CommitDeadline: commitDeadline}
+	return p.commitSecret(ctx, k, secret, verifier.ResultCommitment(h, secret.Salt, p.addr))
+}
+
+// commitSecret saves secret for task k and commits commitment. A task that
+// no longer takes results is errTaskClosed, and the secret is dropped.
+func (p *Provider) commitSecret(ctx context.Context, k taskKey, secret *resultSecret, commitment types.Hash) error {
 	p.mu.Lock()
 	p.results[k] = secret
 	p.mu.Unlock()
 	p.saveSecrets()
-	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: verifier.ResultCommitment(h, secret.Salt, p.addr)}
+	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: commitment}
 	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
 		var te *node.TxError
 		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {

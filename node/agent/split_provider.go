@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/ogpu-network/ogpu/runtime/stagehost"
 	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
-	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // Split inference on the provider (issue 12): a provider holding the slice
@@ -376,22 +374,9 @@ func (p *Provider) stageReplaced(ctx context.Context, e market.EventSplitStageRe
 func (p *Provider) commitSplit(ctx context.Context, k taskKey, chainIdx uint16, c split.Commitment, commitDeadline uint64) error {
 	secret := &resultSecret{Result: c.Hout, Salt: randomHash(), CommitDeadline: commitDeadline,
 		Split: true, Chain: chainIdx, Steps: c.T, Hin: c.Hin}
-	p.mu.Lock()
-	p.results[k] = secret
-	p.mu.Unlock()
-	p.saveSecrets()
 	commitment := market.SplitCommitment(k.Job, k.Stage, chainIdx, c.T, c.Hin, c.Hout, secret.Salt, p.addr)
-	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: commitment}
-	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
-		var te *node.TxError
-		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
-			p.mu.Lock()
-			delete(p.results, k)
-			p.mu.Unlock()
-			p.saveSecrets()
-			return fmt.Errorf("%w: commit refused: %v", errTaskClosed, err)
-		}
-		return fmt.Errorf("commit split transcript: %w", err)
+	if err := p.commitSecret(ctx, k, secret, commitment); err != nil {
+		return err
 	}
 	p.log.Info("committed split transcript", "job", k.Job, "stage", k.Stage, "chain", chainIdx, "frames", c.T,
 		"hin", fmt.Sprintf("%x", c.Hin[:6]), "hout", fmt.Sprintf("%x", c.Hout[:6]))
