@@ -3,9 +3,11 @@ package stagehost
 import (
 	"context"
 	"crypto/ecdsa"
+	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,8 @@ var (
 	// loopPrompt is "Once upon a time" in stories260K's vocabulary.
 	loopPrompt = []int32{1, 403, 407, 261, 378}
 	quietLog   = slog.New(slog.DiscardHandler)
+
+	loopTransport = flag.String("loopback.transport", "", "BenchmarkSplitLoopback: the transport hosts dial each other over: tcp or quic-v1 (default: libp2p's choice among both)")
 )
 
 // loopCases are the splits benchmarked: the whole model as one stage
@@ -69,13 +73,15 @@ func BenchmarkSplitLoopback(b *testing.B) {
 	for _, r := range []int{1, 2} {
 		for _, c := range loopCases {
 			b.Run(fmt.Sprintf("r=%d/%s", r, c.name), func(b *testing.B) {
-				job := newLoopback(b, files[c.name], r, want)
+				job, conn := newLoopback(b, files[c.name], r, want)
 				var anchor jobFunc
 				if c.at != nil {
-					anchor = newLoopback(b, files["whole"], r, want)
+					anchor, _ = newLoopback(b, files["whole"], r, want)
 					if r == 1 {
 						logMemory(b, info, files[c.name])
 					}
+				} else if r == 1 {
+					b.Logf("the client reaches stage 0 over %s", conn)
 				}
 				runPaired(b, anchor, job, len(c.at))
 				reportBytes(b, info, len(files[c.name]))
@@ -345,8 +351,9 @@ func limitsOf(i Info) split.Limits {
 // newLoopback sets up r replica chains of the stages in files, each stage
 // on its own host with its own worker, and a client host, all connected;
 // it returns a job that starts the stages of a new job id and runs
-// split.Generate.
-func newLoopback(b *testing.B, files []llm.SliceFile, r int, want []int32) jobFunc {
+// split.Generate, and the address the client's connection to the first
+// stage uses (which transport libp2p chose).
+func newLoopback(b *testing.B, files []llm.SliceFile, r int, want []int32) (jobFunc, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
 	k := len(files)
@@ -392,8 +399,17 @@ func newLoopback(b *testing.B, files []llm.SliceFile, r int, want []int32) jobFu
 			nodes[j] = append(nodes[j], n)
 		}
 	}
+	switch *loopTransport {
+	case "", "tcp", "quic-v1":
+	default:
+		b.Fatalf("-loopback.transport=%q: want tcp or quic-v1 (or nothing: libp2p's choice)", *loopTransport)
+	}
 	connect := func(a, c loopNode) {
-		if err := a.h.ConnectPeer(ctx, c.h.ID(), c.h.Addrs()); err != nil {
+		addrs := c.h.Addrs()
+		if *loopTransport != "" {
+			addrs = slices.DeleteFunc(addrs, func(s string) bool { return !strings.Contains(s+"/", "/"+*loopTransport+"/") })
+		}
+		if err := a.h.ConnectPeer(ctx, c.h.ID(), addrs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -405,6 +421,10 @@ func newLoopback(b *testing.B, files []llm.SliceFile, r int, want []int32) jobFu
 		}
 		connect(nodes[j][k-1], client)
 		first[j] = nodes[j][0].h.ID()
+	}
+	conn := "no connection"
+	if cs := client.h.Host().Network().ConnsToPeer(first[0]); len(cs) > 0 {
+		conn = cs[0].RemoteMultiaddr().String()
 	}
 	infos := make([]Info, k)
 	for s := range k {
@@ -463,5 +483,5 @@ func newLoopback(b *testing.B, files []llm.SliceFile, r int, want []int32) jobFu
 				k, r, job, res.Divergence, res.Tokens, want)
 		}
 		return t0.Sub(start), t1.Sub(t0), n - 1
-	}
+	}, conn
 }
