@@ -83,6 +83,9 @@ bench:
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkEndBlockClose -benchtime 1x -count 1 -timeout 30m ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -count 3 ./store
+	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 10x -count 3 ./runtime/llm
+	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 4x -count 3 ./runtime/stagehost
+	$(GO) test -run '^$$' -bench . -count 3 ./split
 
 # Every benchmark of make bench, once, at its smallest size: part of make
 # test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
@@ -92,6 +95,9 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
+	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 1x -count 1 ./runtime/llm
+	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 1x -count 1 ./runtime/stagehost
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./split
 
 # Tokens/s of the LEVEL build against -march=native, alternating in one run.
 bench-level:
