@@ -7,13 +7,12 @@ FUZZTIME  ?= 30s
 # LEVEL is the x86-64 micro-architecture level llama.cpp's ggml (runtime/llm)
 # is compiled for: x86-64 (ollama's stock build: -O3, no SIMD beyond SSE2),
 # x86-64-v2, x86-64-v3 (AVX2, FMA, F16C, BMI2), x86-64-v4 (AVX-512) or
-# native. A binary refuses to load a model on a CPU without its level
-# (llm.CheckCPU), and the compiled features are part of the determinism
-# class. The default stays x86-64 until the whole suite has run under
-# x86-64-v3: its concurrent decodes gave different tokens until runtime/llm
-# serialized decodes process-wide; see docs/benchmarks.md "llama.cpp build
-# level".
-LEVEL     ?= x86-64
+# native. The default is the network's level, x86-64-v3, where this CPU has
+# it (scripts/cpu-level), else the stock build. A binary refuses to load a
+# model on a CPU without its level (llm.CheckCPU), and the compiled
+# features are part of the determinism class: replicas compare only within
+# one level. docs/benchmarks.md "llama.cpp build level" has the speed.
+LEVEL     ?= $(shell scripts/cpu-level)
 ifneq ($(LEVEL),x86-64)
 export CGO_CFLAGS   := -O3 -march=$(LEVEL)
 export CGO_CXXFLAGS := -O3 -march=$(LEVEL)

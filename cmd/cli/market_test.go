@@ -30,7 +30,7 @@ import (
 const (
 	testBidBlocks     = 60
 	testRevealBlocks  = 40
-	testExecuteBlocks = 40
+	testExecuteBlocks = 120 // 12 s at 100 ms blocks: room for the CLI round trips under the race detector on a loaded machine
 	testVerifyBlocks  = 40
 	testDisputeBlocks = 150 // votes are sealed for the first half
 )
