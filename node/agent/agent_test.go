@@ -144,23 +144,33 @@ func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testPro
 // providerWith starts a provider agent pricing with strategy.
 func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool) *testProvider {
 	n.t.Helper()
+	return n.startProvider(name, func(store *blobstore.Store, cfg *ProviderConfig) {
+		hash, err := store.PutFile(n.modelPath)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		n.model = hash
+		cfg.Models, cfg.Strategy, cfg.Attributes, cfg.Lie, cfg.Pipeline = []types.Hash{hash}, strategy, []string{"ram/16Gi"}, lie, true
+	})
+}
+
+// startProvider starts a provider agent for account name on its own host
+// and store, with what configure sets, and waits until it is registered
+// and bonded.
+func (n *testNet) startProvider(name string, configure func(*blobstore.Store, *ProviderConfig)) *testProvider {
+	n.t.Helper()
 	nodeKey, _ := ethcrypto.GenerateKey()
 	h, store := n.host(name, nodeKey)
-	hash, err := store.PutFile(n.modelPath)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	n.model = hash
 	access, err := OpenAccess(n.c, filepath.Join(n.home, name, "access"))
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	p, err := NewProvider(ProviderConfig{Access: access,
-		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Models: []types.Hash{hash}, LLM: n.lo,
-		Strategy: strategy, Attributes: []string{"ram/16Gi"},
-		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie, Pipeline: true,
+	cfg := ProviderConfig{Access: access, Chain: n.c, Key: n.keys[name], Host: h, Store: store, LLM: n.lo,
+		Bond: types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"),
 		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
-	})
+	}
+	configure(store, &cfg)
+	p, err := NewProvider(cfg)
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/runtime/stagehost"
 	"github.com/ogpu-network/ogpu/split"
@@ -57,45 +56,19 @@ func (n *testNet) splitProvider(name string, slice llm.SliceFile, perTokenMilli 
 // slice from peers by hash (WantSlices) instead of from a file.
 func (n *testNet) splitProviderWith(name string, slice llm.SliceFile, perTokenMilli uint64, lie, fetch bool) *testProvider {
 	n.t.Helper()
-	nodeKey, _ := ethcrypto.GenerateKey()
-	h, store := n.host(name, nodeKey)
-	var have, want []types.Hash
-	if fetch {
-		want = append(want, slice.Hash)
-	} else {
-		hash, err := store.PutFile(slice.Path)
-		if err != nil {
-			n.t.Fatal(err)
-		}
-		have = append(have, hash)
-	}
-	access, err := OpenAccess(n.c, filepath.Join(n.home, name, "access"))
-	if err != nil {
-		n.t.Fatal(err)
-	}
 	milli := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
-	p, err := NewProvider(ProviderConfig{Access: access,
-		Chain: n.c, Key: n.keys[name], Host: h, Store: store, Slices: have, WantSlices: want, LLM: n.lo,
-		Strategy: pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)},
-		Bond:     types.OGPU(200), AdvertEvery: 200 * time.Millisecond, StateDir: filepath.Join(n.home, name, "state"), Lie: lie,
-		Logger: slog.New(slog.NewTextHandler(testWriter{n.t, name}, nil)),
+	return n.startProvider(name, func(store *blobstore.Store, cfg *ProviderConfig) {
+		if fetch {
+			cfg.WantSlices = []types.Hash{slice.Hash}
+		} else {
+			hash, err := store.PutFile(slice.Path)
+			if err != nil {
+				n.t.Fatal(err)
+			}
+			cfg.Slices = []types.Hash{hash}
+		}
+		cfg.Strategy, cfg.Lie = pricing.PerToken{Base: milli(100), PerToken: milli(perTokenMilli)}, lie
 	})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	n.t.Cleanup(p.Close)
-	info, err := p.Prepare(n.ctx)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	if err := p.Register(n.ctx, info); err != nil {
-		n.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(n.ctx)
-	tp := &testProvider{agent: p, host: h, cancel: cancel, done: make(chan error, 1)}
-	n.agents.Add(1)
-	go func() { defer n.agents.Done(); tp.done <- p.Serve(ctx) }()
-	return tp
 }
 
 // splitJob is a 2-chain split job on manifest m.
