@@ -207,7 +207,7 @@ func TestSplitStageKilledReplayed(t *testing.T) {
 	cl := n.client()
 	progress := func(f string, a ...any) { t.Logf("[client] "+f, a...) }
 	job := n.splitJob(m, n.vocab(), 40)
-	job.StepTimeout = 3 * time.Second
+	job.StepTimeout = 20 * time.Second // the death is seen at once (a broken stream); the timeout is a backstop
 	pieces := 0
 	var killed string
 	res, err := cl.RunSplit(n.ctx, job, progress, func(string) {
