@@ -3,7 +3,9 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -154,15 +156,37 @@ func (p *Provider) authorizeSplit(ctx context.Context, remote peer.ID, job uint6
 }
 
 // workerForwarder runs a stage in a supervised worker; lie, if set,
-// changes the output rows (the devnet's lying stage).
+// changes the output rows (the devnet's lying stage). It keeps the
+// session's inputs since the last Reset: when the worker dies (a llama.cpp
+// abort), it starts a fresh one, replays them to rebuild the KV cache
+// (exact: a stage is deterministic) and retries, so the stage's output and
+// transcript are what they would have been and its neighbours see a pause.
 type workerForwarder struct {
 	w     *stagehost.Worker
 	nEmbd int
 	lie   func(pos0 int, rows []float32)
+	log   *slog.Logger
+
+	hist     []forwardCall
+	restarts int
 }
 
-func (f *workerForwarder) NEmbd() int   { return f.nEmbd }
-func (f *workerForwarder) Reset() error { return f.w.Reset() }
+// forwardCall is one Forward of the current session.
+type forwardCall struct {
+	pos0 int
+	toks []int
+	rows []float32
+}
+
+// maxWorkerRestarts bounds the worker restarts of one session.
+const maxWorkerRestarts = 2
+
+func (f *workerForwarder) NEmbd() int { return f.nEmbd }
+
+func (f *workerForwarder) Reset() error {
+	f.hist = nil
+	return f.w.Reset()
+}
 
 func (f *workerForwarder) Forward(pos0 int, tokens []int32, rows []float32) ([]float32, int32, error) {
 	var toks []int
@@ -173,9 +197,27 @@ func (f *workerForwarder) Forward(pos0 int, tokens []int32, rows []float32) ([]f
 		}
 	}
 	out, err := f.w.Forward(pos0, toks, rows)
+	for errors.Is(err, stagehost.ErrWorkerDied) && f.restarts < maxWorkerRestarts {
+		f.restarts++
+		if f.log != nil {
+			f.log.Warn("stage worker died: restarting it and replaying the session", "calls", len(f.hist), "err", err)
+		}
+		if err = f.w.Reset(); err != nil {
+			break
+		}
+		for _, c := range f.hist {
+			if _, err = f.w.Forward(c.pos0, c.toks, c.rows); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			out, err = f.w.Forward(pos0, toks, rows)
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
+	f.hist = append(f.hist, forwardCall{pos0: pos0, toks: toks, rows: slices.Clone(rows)})
 	if f.lie != nil && out.Rows != nil {
 		f.lie(pos0, out.Rows)
 	}
@@ -214,7 +256,7 @@ func (p *Provider) runSplitTask(ctx context.Context, k taskKey, j *chain.JobView
 	}
 	defer w.Close()
 	info := w.Info()
-	fw := &workerForwarder{w: w, nEmbd: info.NEmbd}
+	fw := &workerForwarder{w: w, nEmbd: info.NEmbd, log: p.log.With("job", k.Job, "stage", k.Stage)}
 	if p.cfg.Lie && !info.Last() {
 		fw.lie = lieRows
 		p.log.Warn("lying: nudging the residuals this stage sends", "job", k.Job, "stage", k.Stage, "chain", chainIdx)

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,6 +333,91 @@ func TestSplitStrangerFramesRefused(t *testing.T) {
 	for name := range provs {
 		if pv, _ := n.c.Provider(n.ctx, addrOf(n, name)); pv.Jailed || pv.Tombstoned {
 			t.Fatalf("%s was punished", name)
+		}
+	}
+	n.supplyIsCap()
+}
+
+// workerPid is the pid of the stage worker this test process started for
+// a slice under dir.
+func workerPid(t *testing.T, dir string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(env, []byte(stagehost.Env+"=1")) && bytes.Contains(env, []byte("OGPU_STAGE_SLICE="+dir)) {
+			return pid
+		}
+	}
+	t.Fatalf("no stage worker for a slice under %s", dir)
+	return 0
+}
+
+// TestSplitWorkerAbortResumed: the llama.cpp worker of a stage aborts
+// mid-generation (SIGABRT, as GGML_ABORT does). The provider is not taken
+// down: it starts a fresh worker, replays the session's inputs to rebuild
+// the KV cache and goes on; the neighbours see a pause, the text is the
+// whole model's, nothing is replaced and nobody is slashed.
+func TestSplitWorkerAbortResumed(t *testing.T) {
+	n := newTestNet(t)
+	m, files := n.splitModel(3)
+	provs := map[string]*testProvider{
+		"prov1": n.splitProvider("prov1", files[0], 50, false),
+		"prov2": n.splitProvider("prov2", files[0], 50, false),
+		"prov3": n.splitProvider("prov3", files[1], 50, false),
+		"mal1":  n.splitProvider("mal1", files[1], 50, false),
+	}
+	want := n.wholeText(40)
+	cl := n.client()
+	pieces := 0
+	var aborted string
+	res, err := cl.RunSplit(n.ctx, n.splitJob(m, n.vocab(), 40), func(f string, a ...any) { t.Logf("[client] "+f, a...) }, func(string) {
+		if pieces++; pieces != 5 {
+			return
+		}
+		for name, tp := range provs {
+			tp.agent.mu.Lock()
+			for k, r := range tp.agent.splitRestarts {
+				if k.Stage == 0 && r.chain == 0 {
+					aborted = name
+				}
+			}
+			tp.agent.mu.Unlock()
+		}
+		pid := workerPid(t, filepath.Join(n.home, aborted))
+		t.Logf("SIGABRT to %s's stage worker (pid %d) after 5 tokens", aborted, pid)
+		syscall.Kill(pid, syscall.SIGABRT)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aborted == "" {
+		t.Fatal("no provider held stage 0 of chain 0")
+	}
+	if res.Text != want.Text {
+		t.Fatalf("split text %q\nwhole text %q", res.Text, want.Text)
+	}
+	for s, o := range res.Outcomes {
+		if o != "agreed" {
+			t.Fatalf("stage %d settled %q, want agreed", s, o)
+		}
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range j.Tasks {
+		for _, sl := range task.Slots {
+			if len(sl.Replaced) > 0 || sl.NoShow {
+				t.Fatalf("a slot was replaced or missed: %+v", sl)
+			}
 		}
 	}
 	n.supplyIsCap()
