@@ -154,8 +154,8 @@ func (d *devnet) splitRound(report *Report) error {
 		before[p.acct.addr] = v.Balance
 	}
 
-	fmt.Fprintf(w, "alice: ogpu job run --kind split --manifest slices/%s.split-%d.json --prompt %q --max-tokens %d --redundancy 2 --max-price 5ogpu\n",
-		trimGGUF(filepath.Base(d.modelPath)), splitStages, job.Prompt, job.MaxTokens)
+	fmt.Fprintf(w, "alice: ogpu job run --model %s --stages %d --prompt %q --max-tokens %d --redundancy 2 --max-price 5ogpu\n",
+		filepath.Base(d.modelPath), splitStages, job.Prompt, job.MaxTokens)
 	watch, err := d.watchSplit(d.accts[0].addr, provs)
 	if err != nil {
 		return err
@@ -395,11 +395,4 @@ func formatOr0(a *uint256.Int) string {
 		return "0ogpu"
 	}
 	return types.FormatAmount(a)
-}
-
-func trimGGUF(name string) string {
-	if ext := filepath.Ext(name); ext == ".gguf" {
-		return name[:len(name)-len(ext)]
-	}
-	return name
 }
