@@ -1,0 +1,1586 @@
+// Code generated via abigen V2 - DO NOT EDIT.
+// This file is a generated binding and any manual changes will be lost.
+
+package contracts
+
+import (
+	"bytes"
+	"errors"
+	"math/big"
+
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+)
+
+// Reference imports to suppress errors if they are not otherwise used.
+var (
+	_ = bytes.Equal
+	_ = errors.New
+	_ = big.NewInt
+	_ = common.Big1
+	_ = types.BloomLookup
+	_ = abi.ConvertType
+)
+
+// OGPUTokenMetaData contains all meta data concerning the OGPUToken contract.
+var OGPUTokenMetaData = bind.MetaData{
+	ABI: "[{\"inputs\":[{\"internalType\":\"address\",\"name\":\"initialOwner\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"holder\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"treasury_\",\"type\":\"address\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"allowance\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"needed\",\"type\":\"uint256\"}],\"name\":\"ERC20InsufficientAllowance\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"sender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"balance\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"needed\",\"type\":\"uint256\"}],\"name\":\"ERC20InsufficientBalance\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"approver\",\"type\":\"address\"}],\"name\":\"ERC20InvalidApprover\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"receiver\",\"type\":\"address\"}],\"name\":\"ERC20InvalidReceiver\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"sender\",\"type\":\"address\"}],\"name\":\"ERC20InvalidSender\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"}],\"name\":\"ERC20InvalidSpender\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"}],\"name\":\"OwnableInvalidOwner\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"}],\"name\":\"OwnableUnauthorizedAccount\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"currentBps\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"requestedBps\",\"type\":\"uint256\"}],\"name\":\"TaxCanOnlyGoDown\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"TaxIsRemovedForever\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Approval\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"bool\",\"name\":\"isExempt\",\"type\":\"bool\"}],\"name\":\"ExemptSet\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"previousOwner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"OwnershipTransferStarted\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"previousOwner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"OwnershipTransferred\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"pair\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"bool\",\"name\":\"isPair\",\"type\":\"bool\"}],\"name\":\"PairSet\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"oldBps\",\"type\":\"uint256\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"newBps\",\"type\":\"uint256\"}],\"name\":\"TaxLowered\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[],\"name\":\"TaxRemovedForever\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Transfer\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"oldTreasury\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newTreasury\",\"type\":\"address\"}],\"name\":\"TreasurySet\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"MAX_TAX_BPS\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"TOTAL_SUPPLY\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"acceptOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"}],\"name\":\"allowance\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"approve\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"}],\"name\":\"balanceOf\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"decimals\",\"outputs\":[{\"internalType\":\"uint8\",\"name\":\"\",\"type\":\"uint8\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"isExempt\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"isPair\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"newBps\",\"type\":\"uint256\"}],\"name\":\"lowerTax\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"name\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"owner\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"pendingOwner\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"removeTaxForever\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"renounceOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"},{\"internalType\":\"bool\",\"name\":\"exempt\",\"type\":\"bool\"}],\"name\":\"setExempt\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"pair\",\"type\":\"address\"},{\"internalType\":\"bool\",\"name\":\"registered\",\"type\":\"bool\"}],\"name\":\"setPair\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"newTreasury\",\"type\":\"address\"}],\"name\":\"setTreasury\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"symbol\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"taxBps\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"taxRemovedForever\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"totalSupply\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transfer\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transferFrom\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"transferOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"treasury\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
+	ID:  "OGPUToken",
+	Bin: "0x608060405234801561000f575f5ffd5b506040516115fb3803806115fb83398101604081905261002e916104c5565b82604051806040016040528060048152602001636f47505560e01b815250604051806040016040528060048152602001634f47505560e01b815250816003908161007891906105a8565b50600461008582826105a8565b5050506001600160a01b0381166100b657604051631e4fbdf760e01b81525f60048201526024015b60405180910390fd5b6100bf8161015f565b506001600160a01b03821615806100dd57506001600160a01b038116155b156100fb5760405163d92e233d60e01b815260040160405180910390fd5b60088054610100600160a81b0319166101006001600160a01b038416021790556101f460075561012c83600161017b565b61013782600161017b565b61014281600161017b565b610157826a115eec47f6cf7e350000006101d9565b5050506106dc565b600680546001600160a01b031916905561017881610211565b50565b6001600160a01b0382165f818152600a6020908152604091829020805460ff191685151590811790915591519182527ff33950bf7aa3300efb48f7896f309484c287418977abeba9f08f12cbe451d36a910160405180910390a25050565b6001600160a01b0382166102025760405163ec442f0560e01b81525f60048201526024016100ad565b61020d5f8383610262565b5050565b600580546001600160a01b038381166001600160a01b0319831681179093556040519116919082907f8be0079c531659141344cd1fd0a4f28419497f9722a3daafe3b4186f6b6457e0905f90a35050565b600754801580159061027c57506001600160a01b03841615155b801561029057506001600160a01b03831615155b80156102d457506001600160a01b0384165f9081526009602052604090205460ff16806102d457506001600160a01b0383165f9081526009602052604090205460ff165b80156102f857506001600160a01b0384165f908152600a602052604090205460ff16155b801561031c57506001600160a01b0383165f908152600a602052604090205460ff16155b15610373575f61271061032f838561067a565b6103399190610697565b60085490915061035990869061010090046001600160a01b031683610384565b61036d858561036884876106b6565b610384565b5061037e565b61037e848484610384565b50505050565b6001600160a01b0383166103ae578060025f8282546103a391906106c9565b9091555061041e9050565b6001600160a01b0383165f90815260208190526040902054818110156104005760405163391434e360e21b81526001600160a01b038516600482015260248101829052604481018390526064016100ad565b6001600160a01b0384165f9081526020819052604090209082900390555b6001600160a01b03821661043a57600280548290039055610458565b6001600160a01b0382165f9081526020819052604090208054820190555b816001600160a01b0316836001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef8360405161049d91815260200190565b60405180910390a3505050565b80516001600160a01b03811681146104c0575f5ffd5b919050565b5f5f5f606084860312156104d7575f5ffd5b6104e0846104aa565b92506104ee602085016104aa565b91506104fc604085016104aa565b90509250925092565b634e487b7160e01b5f52604160045260245ffd5b600181811c9082168061052d57607f821691505b60208210810361054b57634e487b7160e01b5f52602260045260245ffd5b50919050565b601f8211156105a357828211156105a357805f5260205f20601f840160051c602085101561057c57505f5b90810190601f840160051c035f5b8181101561059f575f8382015560010161058a565b5050505b505050565b81516001600160401b038111156105c1576105c1610505565b6105d5816105cf8454610519565b84610551565b6020601f821160018114610607575f83156105f05750848201515b5f19600385901b1c1916600184901b17845561065f565b5f84815260208120601f198516915b828110156106365787850151825560209485019460019092019101610616565b508482101561065357868401515f19600387901b60f8161c191681555b505060018360011b0184555b5050505050565b634e487b7160e01b5f52601160045260245ffd5b808202811582820484141761069157610691610666565b92915050565b5f826106b157634e487b7160e01b5f52601260045260245ffd5b500490565b8181038181111561069157610691610666565b8082018082111561069157610691610666565b610f12806106e95f395ff3fe608060405234801561000f575f5ffd5b5060043610610187575f3560e01c80638da5cb5b116100d9578063ad5dff7311610093578063e30c39781161006e578063e30c397814610362578063e5e31b1314610373578063f0f4426014610395578063f2fde38b146103a8575f5ffd5b8063ad5dff73146102fb578063d18384061461031d578063dd62ed3e1461032a575f5ffd5b80638da5cb5b14610297578063902d55a5146102a857806395d89b41146102ba5780639e752b95146102c25780639fde54f5146102d5578063a9059cbb146102e8575f5ffd5b8063313ce5671161014457806370a082311161011f57806370a082311461024c578063715018a61461027457806379ba50971461027c57806386a22eff14610284575f5ffd5b8063313ce567146102045780633eacd2f81461021357806361d027b31461021c575f5ffd5b806305d82c2c1461018b57806306fdde0314610195578063095ea7b3146101b357806318160ddd146101d657806323b872dd146101e85780632c597de9146101fb575b5f5ffd5b6101936103bb565b005b61019d610469565b6040516101aa9190610ce1565b60405180910390f35b6101c66101c1366004610d31565b6104f9565b60405190151581526020016101aa565b6002545b6040519081526020016101aa565b6101c66101f6366004610d59565b610512565b6101da6101f481565b604051601281526020016101aa565b6101da60075481565b6008546102349061010090046001600160a01b031681565b6040516001600160a01b0390911681526020016101aa565b6101da61025a366004610d93565b6001600160a01b03165f9081526020819052604090205490565b610193610535565b610193610548565b610193610292366004610db3565b610591565b6005546001600160a01b0316610234565b6101da6a115eec47f6cf7e3500000081565b61019d61061f565b6101936102d0366004610dec565b61062e565b6101936102e3366004610db3565b6106c9565b6101c66102f6366004610d31565b6106df565b6101c6610309366004610d93565b600a6020525f908152604090205460ff1681565b6008546101c69060ff1681565b6101da610338366004610e03565b6001600160a01b039182165f90815260016020908152604080832093909416825291909152205490565b6006546001600160a01b0316610234565b6101c6610381366004610d93565b60096020525f908152604090205460ff1681565b6101936103a3366004610d93565b6106ec565b6101936103b6366004610d93565b610781565b6103c36107f2565b60085460ff16156103e75760405163089ed8d960e01b815260040160405180910390fd5b600780545f918290556008805460ff1916600117905560405190917f6730125b30f7ce607ec131806ee745edfbbe74fd9254d58c511b19b16b0458499161043691848252602082015260400190565b60405180910390a16040517f1906a495be50eef8ee646fe337034bd61b3e3afbd1d35b303edc176b4c2fbb0c905f90a150565b60606003805461047890610e34565b80601f01602080910402602001604051908101604052809291908181526020018280546104a490610e34565b80156104ef5780601f106104c6576101008083540402835291602001916104ef565b820191905f5260205f20905b8154815290600101906020018083116104d257829003601f168201915b5050505050905090565b5f3361050681858561081f565b60019150505b92915050565b5f3361051f858285610831565b61052a8585856108ad565b506001949350505050565b61053d6107f2565b6105465f61090a565b565b60065433906001600160a01b031681146105855760405163118cdaa760e01b81526001600160a01b03821660048201526024015b60405180910390fd5b61058e8161090a565b50565b6105996107f2565b6001600160a01b0382166105c05760405163d92e233d60e01b815260040160405180910390fd5b6001600160a01b0382165f81815260096020908152604091829020805460ff191685151590811790915591519182527f3ce88d9221880ccac3da1d2b7bff84dc444bd01b3bb0d90da7826a6049f61ee591015b60405180910390a25050565b60606004805461047890610e34565b6106366107f2565b60085460ff161561065a5760405163089ed8d960e01b815260040160405180910390fd5b60075480821061068757604051631879553160e01b8152600481018290526024810183905260440161057c565b600782905560408051828152602081018490527f6730125b30f7ce607ec131806ee745edfbbe74fd9254d58c511b19b16b045849910160405180910390a15050565b6106d16107f2565b6106db8282610923565b5050565b5f336105068185856108ad565b6106f46107f2565b6001600160a01b03811661071b5760405163d92e233d60e01b815260040160405180910390fd5b6008546040516001600160a01b0380841692610100900416907f21eb548722a564f6e09f039f7aa858ae94c911910f3823b37af2250eeca4f403905f90a3600880546001600160a01b0390921661010002610100600160a81b0319909216919091179055565b6107896107f2565b600680546001600160a01b0383166001600160a01b031990911681179091556107ba6005546001600160a01b031690565b6001600160a01b03167f38d16b8cac22d99fc7c124b9cd0de2d3fa1faef420bfe791d8c362d765e2270060405160405180910390a350565b6005546001600160a01b031633146105465760405163118cdaa760e01b815233600482015260240161057c565b61082c838383600161097a565b505050565b6001600160a01b038381165f908152600160209081526040808320938616835292905220545f198110156108a7578181101561089957604051637dc7a0d960e11b81526001600160a01b0384166004820152602481018290526044810183905260640161057c565b6108a784848484035f61097a565b50505050565b6001600160a01b0383166108d657604051634b637e8f60e11b81525f600482015260240161057c565b6001600160a01b0382166108ff5760405163ec442f0560e01b81525f600482015260240161057c565b61082c838383610a4c565b600680546001600160a01b031916905561058e81610b6a565b6001600160a01b0382165f818152600a6020908152604091829020805460ff191685151590811790915591519182527ff33950bf7aa3300efb48f7896f309484c287418977abeba9f08f12cbe451d36a9101610613565b6001600160a01b0384166109a35760405163e602df0560e01b81525f600482015260240161057c565b6001600160a01b0383166109cc57604051634a1406b160e11b81525f600482015260240161057c565b6001600160a01b038085165f90815260016020908152604080832093871683529290522082905580156108a757826001600160a01b0316846001600160a01b03167f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b92584604051610a3e91815260200190565b60405180910390a350505050565b6007548015801590610a6657506001600160a01b03841615155b8015610a7a57506001600160a01b03831615155b8015610abe57506001600160a01b0384165f9081526009602052604090205460ff1680610abe57506001600160a01b0383165f9081526009602052604090205460ff165b8015610ae257506001600160a01b0384165f908152600a602052604090205460ff16155b8015610b0657506001600160a01b0383165f908152600a602052604090205460ff16155b15610b5f575f612710610b198385610e80565b610b239190610e97565b9050610b4585600860019054906101000a90046001600160a01b031683610bbb565b610b598585610b548487610eb6565b610bbb565b506108a7565b6108a7848484610bbb565b600580546001600160a01b038381166001600160a01b0319831681179093556040519116919082907f8be0079c531659141344cd1fd0a4f28419497f9722a3daafe3b4186f6b6457e0905f90a35050565b6001600160a01b038316610be5578060025f828254610bda9190610ec9565b90915550610c559050565b6001600160a01b0383165f9081526020819052604090205481811015610c375760405163391434e360e21b81526001600160a01b0385166004820152602481018290526044810183905260640161057c565b6001600160a01b0384165f9081526020819052604090209082900390555b6001600160a01b038216610c7157600280548290039055610c8f565b6001600160a01b0382165f9081526020819052604090208054820190555b816001600160a01b0316836001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef83604051610cd491815260200190565b60405180910390a3505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b80356001600160a01b0381168114610d2c575f5ffd5b919050565b5f5f60408385031215610d42575f5ffd5b610d4b83610d16565b946020939093013593505050565b5f5f5f60608486031215610d6b575f5ffd5b610d7484610d16565b9250610d8260208501610d16565b929592945050506040919091013590565b5f60208284031215610da3575f5ffd5b610dac82610d16565b9392505050565b5f5f60408385031215610dc4575f5ffd5b610dcd83610d16565b915060208301358015158114610de1575f5ffd5b809150509250929050565b5f60208284031215610dfc575f5ffd5b5035919050565b5f5f60408385031215610e14575f5ffd5b610e1d83610d16565b9150610e2b60208401610d16565b90509250929050565b600181811c90821680610e4857607f821691505b602082108103610e6657634e487b7160e01b5f52602260045260245ffd5b50919050565b634e487b7160e01b5f52601160045260245ffd5b808202811582820484141761050c5761050c610e6c565b5f82610eb157634e487b7160e01b5f52601260045260245ffd5b500490565b8181038181111561050c5761050c610e6c565b8082018082111561050c5761050c610e6c56fea264697066735822122026b96d5899cfba47156dc43327ac5e821230f55d3dc97c30f1503a58255037ff64736f6c63430008250033",
+}
+
+// OGPUToken is an auto generated Go binding around an Ethereum contract.
+type OGPUToken struct {
+	abi abi.ABI
+}
+
+// GetABI returns the ABI associated with this contract binding.
+func (c *OGPUToken) GetABI() abi.ABI {
+	return c.abi
+}
+
+// NewOGPUToken creates a new instance of OGPUToken.
+func NewOGPUToken() *OGPUToken {
+	parsed, err := OGPUTokenMetaData.ParseABI()
+	if err != nil {
+		panic(errors.New("invalid ABI: " + err.Error()))
+	}
+	return &OGPUToken{abi: *parsed}
+}
+
+// Instance creates a wrapper for a deployed contract instance at the given address.
+// Use this to create the instance object passed to abigen v2 library functions Call, Transact, etc.
+func (c *OGPUToken) Instance(backend bind.ContractBackend, addr common.Address) *bind.BoundContract {
+	return bind.NewBoundContract(addr, c.abi, backend, backend, backend)
+}
+
+// PackConstructor is the Go binding used to pack the parameters required for
+// contract deployment.
+//
+// Solidity: constructor(address initialOwner, address holder, address treasury_) returns()
+func (oGPUToken *OGPUToken) PackConstructor(initialOwner common.Address, holder common.Address, treasury_ common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("", initialOwner, holder, treasury_)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// PackMAXTAXBPS is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x2c597de9.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function MAX_TAX_BPS() view returns(uint256)
+func (oGPUToken *OGPUToken) PackMAXTAXBPS() []byte {
+	enc, err := oGPUToken.abi.Pack("MAX_TAX_BPS")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackMAXTAXBPS is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x2c597de9.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function MAX_TAX_BPS() view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackMAXTAXBPS() ([]byte, error) {
+	return oGPUToken.abi.Pack("MAX_TAX_BPS")
+}
+
+// UnpackMAXTAXBPS is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x2c597de9.
+//
+// Solidity: function MAX_TAX_BPS() view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackMAXTAXBPS(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("MAX_TAX_BPS", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackTOTALSUPPLY is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x902d55a5.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function TOTAL_SUPPLY() view returns(uint256)
+func (oGPUToken *OGPUToken) PackTOTALSUPPLY() []byte {
+	enc, err := oGPUToken.abi.Pack("TOTAL_SUPPLY")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTOTALSUPPLY is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x902d55a5.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function TOTAL_SUPPLY() view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackTOTALSUPPLY() ([]byte, error) {
+	return oGPUToken.abi.Pack("TOTAL_SUPPLY")
+}
+
+// UnpackTOTALSUPPLY is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x902d55a5.
+//
+// Solidity: function TOTAL_SUPPLY() view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackTOTALSUPPLY(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("TOTAL_SUPPLY", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackAcceptOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x79ba5097.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function acceptOwnership() returns()
+func (oGPUToken *OGPUToken) PackAcceptOwnership() []byte {
+	enc, err := oGPUToken.abi.Pack("acceptOwnership")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackAcceptOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x79ba5097.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function acceptOwnership() returns()
+func (oGPUToken *OGPUToken) TryPackAcceptOwnership() ([]byte, error) {
+	return oGPUToken.abi.Pack("acceptOwnership")
+}
+
+// PackAllowance is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xdd62ed3e.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function allowance(address owner, address spender) view returns(uint256)
+func (oGPUToken *OGPUToken) PackAllowance(owner common.Address, spender common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("allowance", owner, spender)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackAllowance is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xdd62ed3e.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function allowance(address owner, address spender) view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackAllowance(owner common.Address, spender common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("allowance", owner, spender)
+}
+
+// UnpackAllowance is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xdd62ed3e.
+//
+// Solidity: function allowance(address owner, address spender) view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackAllowance(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("allowance", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackApprove is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x095ea7b3.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function approve(address spender, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) PackApprove(spender common.Address, value *big.Int) []byte {
+	enc, err := oGPUToken.abi.Pack("approve", spender, value)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackApprove is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x095ea7b3.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function approve(address spender, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) TryPackApprove(spender common.Address, value *big.Int) ([]byte, error) {
+	return oGPUToken.abi.Pack("approve", spender, value)
+}
+
+// UnpackApprove is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x095ea7b3.
+//
+// Solidity: function approve(address spender, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) UnpackApprove(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("approve", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackBalanceOf is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x70a08231.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function balanceOf(address account) view returns(uint256)
+func (oGPUToken *OGPUToken) PackBalanceOf(account common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("balanceOf", account)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackBalanceOf is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x70a08231.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function balanceOf(address account) view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackBalanceOf(account common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("balanceOf", account)
+}
+
+// UnpackBalanceOf is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x70a08231.
+//
+// Solidity: function balanceOf(address account) view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackBalanceOf(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("balanceOf", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackDecimals is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x313ce567.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function decimals() view returns(uint8)
+func (oGPUToken *OGPUToken) PackDecimals() []byte {
+	enc, err := oGPUToken.abi.Pack("decimals")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackDecimals is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x313ce567.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function decimals() view returns(uint8)
+func (oGPUToken *OGPUToken) TryPackDecimals() ([]byte, error) {
+	return oGPUToken.abi.Pack("decimals")
+}
+
+// UnpackDecimals is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x313ce567.
+//
+// Solidity: function decimals() view returns(uint8)
+func (oGPUToken *OGPUToken) UnpackDecimals(data []byte) (uint8, error) {
+	out, err := oGPUToken.abi.Unpack("decimals", data)
+	if err != nil {
+		return *new(uint8), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint8)).(*uint8)
+	return out0, nil
+}
+
+// PackIsExempt is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xad5dff73.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function isExempt(address ) view returns(bool)
+func (oGPUToken *OGPUToken) PackIsExempt(arg0 common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("isExempt", arg0)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackIsExempt is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xad5dff73.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function isExempt(address ) view returns(bool)
+func (oGPUToken *OGPUToken) TryPackIsExempt(arg0 common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("isExempt", arg0)
+}
+
+// UnpackIsExempt is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xad5dff73.
+//
+// Solidity: function isExempt(address ) view returns(bool)
+func (oGPUToken *OGPUToken) UnpackIsExempt(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("isExempt", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackIsPair is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe5e31b13.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function isPair(address ) view returns(bool)
+func (oGPUToken *OGPUToken) PackIsPair(arg0 common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("isPair", arg0)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackIsPair is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe5e31b13.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function isPair(address ) view returns(bool)
+func (oGPUToken *OGPUToken) TryPackIsPair(arg0 common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("isPair", arg0)
+}
+
+// UnpackIsPair is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xe5e31b13.
+//
+// Solidity: function isPair(address ) view returns(bool)
+func (oGPUToken *OGPUToken) UnpackIsPair(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("isPair", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackLowerTax is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x9e752b95.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function lowerTax(uint256 newBps) returns()
+func (oGPUToken *OGPUToken) PackLowerTax(newBps *big.Int) []byte {
+	enc, err := oGPUToken.abi.Pack("lowerTax", newBps)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackLowerTax is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x9e752b95.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function lowerTax(uint256 newBps) returns()
+func (oGPUToken *OGPUToken) TryPackLowerTax(newBps *big.Int) ([]byte, error) {
+	return oGPUToken.abi.Pack("lowerTax", newBps)
+}
+
+// PackName is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x06fdde03.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function name() view returns(string)
+func (oGPUToken *OGPUToken) PackName() []byte {
+	enc, err := oGPUToken.abi.Pack("name")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackName is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x06fdde03.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function name() view returns(string)
+func (oGPUToken *OGPUToken) TryPackName() ([]byte, error) {
+	return oGPUToken.abi.Pack("name")
+}
+
+// UnpackName is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x06fdde03.
+//
+// Solidity: function name() view returns(string)
+func (oGPUToken *OGPUToken) UnpackName(data []byte) (string, error) {
+	out, err := oGPUToken.abi.Unpack("name", data)
+	if err != nil {
+		return *new(string), err
+	}
+	out0 := *abi.ConvertType(out[0], new(string)).(*string)
+	return out0, nil
+}
+
+// PackOwner is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x8da5cb5b.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function owner() view returns(address)
+func (oGPUToken *OGPUToken) PackOwner() []byte {
+	enc, err := oGPUToken.abi.Pack("owner")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackOwner is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x8da5cb5b.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function owner() view returns(address)
+func (oGPUToken *OGPUToken) TryPackOwner() ([]byte, error) {
+	return oGPUToken.abi.Pack("owner")
+}
+
+// UnpackOwner is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x8da5cb5b.
+//
+// Solidity: function owner() view returns(address)
+func (oGPUToken *OGPUToken) UnpackOwner(data []byte) (common.Address, error) {
+	out, err := oGPUToken.abi.Unpack("owner", data)
+	if err != nil {
+		return *new(common.Address), err
+	}
+	out0 := *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	return out0, nil
+}
+
+// PackPendingOwner is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe30c3978.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function pendingOwner() view returns(address)
+func (oGPUToken *OGPUToken) PackPendingOwner() []byte {
+	enc, err := oGPUToken.abi.Pack("pendingOwner")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackPendingOwner is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe30c3978.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function pendingOwner() view returns(address)
+func (oGPUToken *OGPUToken) TryPackPendingOwner() ([]byte, error) {
+	return oGPUToken.abi.Pack("pendingOwner")
+}
+
+// UnpackPendingOwner is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xe30c3978.
+//
+// Solidity: function pendingOwner() view returns(address)
+func (oGPUToken *OGPUToken) UnpackPendingOwner(data []byte) (common.Address, error) {
+	out, err := oGPUToken.abi.Unpack("pendingOwner", data)
+	if err != nil {
+		return *new(common.Address), err
+	}
+	out0 := *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	return out0, nil
+}
+
+// PackRemoveTaxForever is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x05d82c2c.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function removeTaxForever() returns()
+func (oGPUToken *OGPUToken) PackRemoveTaxForever() []byte {
+	enc, err := oGPUToken.abi.Pack("removeTaxForever")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackRemoveTaxForever is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x05d82c2c.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function removeTaxForever() returns()
+func (oGPUToken *OGPUToken) TryPackRemoveTaxForever() ([]byte, error) {
+	return oGPUToken.abi.Pack("removeTaxForever")
+}
+
+// PackRenounceOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x715018a6.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function renounceOwnership() returns()
+func (oGPUToken *OGPUToken) PackRenounceOwnership() []byte {
+	enc, err := oGPUToken.abi.Pack("renounceOwnership")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackRenounceOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x715018a6.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function renounceOwnership() returns()
+func (oGPUToken *OGPUToken) TryPackRenounceOwnership() ([]byte, error) {
+	return oGPUToken.abi.Pack("renounceOwnership")
+}
+
+// PackSetExempt is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x9fde54f5.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function setExempt(address account, bool exempt) returns()
+func (oGPUToken *OGPUToken) PackSetExempt(account common.Address, exempt bool) []byte {
+	enc, err := oGPUToken.abi.Pack("setExempt", account, exempt)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackSetExempt is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x9fde54f5.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function setExempt(address account, bool exempt) returns()
+func (oGPUToken *OGPUToken) TryPackSetExempt(account common.Address, exempt bool) ([]byte, error) {
+	return oGPUToken.abi.Pack("setExempt", account, exempt)
+}
+
+// PackSetPair is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x86a22eff.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function setPair(address pair, bool registered) returns()
+func (oGPUToken *OGPUToken) PackSetPair(pair common.Address, registered bool) []byte {
+	enc, err := oGPUToken.abi.Pack("setPair", pair, registered)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackSetPair is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x86a22eff.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function setPair(address pair, bool registered) returns()
+func (oGPUToken *OGPUToken) TryPackSetPair(pair common.Address, registered bool) ([]byte, error) {
+	return oGPUToken.abi.Pack("setPair", pair, registered)
+}
+
+// PackSetTreasury is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf0f44260.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function setTreasury(address newTreasury) returns()
+func (oGPUToken *OGPUToken) PackSetTreasury(newTreasury common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("setTreasury", newTreasury)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackSetTreasury is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf0f44260.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function setTreasury(address newTreasury) returns()
+func (oGPUToken *OGPUToken) TryPackSetTreasury(newTreasury common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("setTreasury", newTreasury)
+}
+
+// PackSymbol is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x95d89b41.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function symbol() view returns(string)
+func (oGPUToken *OGPUToken) PackSymbol() []byte {
+	enc, err := oGPUToken.abi.Pack("symbol")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackSymbol is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x95d89b41.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function symbol() view returns(string)
+func (oGPUToken *OGPUToken) TryPackSymbol() ([]byte, error) {
+	return oGPUToken.abi.Pack("symbol")
+}
+
+// UnpackSymbol is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x95d89b41.
+//
+// Solidity: function symbol() view returns(string)
+func (oGPUToken *OGPUToken) UnpackSymbol(data []byte) (string, error) {
+	out, err := oGPUToken.abi.Unpack("symbol", data)
+	if err != nil {
+		return *new(string), err
+	}
+	out0 := *abi.ConvertType(out[0], new(string)).(*string)
+	return out0, nil
+}
+
+// PackTaxBps is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x3eacd2f8.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function taxBps() view returns(uint256)
+func (oGPUToken *OGPUToken) PackTaxBps() []byte {
+	enc, err := oGPUToken.abi.Pack("taxBps")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTaxBps is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x3eacd2f8.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function taxBps() view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackTaxBps() ([]byte, error) {
+	return oGPUToken.abi.Pack("taxBps")
+}
+
+// UnpackTaxBps is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x3eacd2f8.
+//
+// Solidity: function taxBps() view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackTaxBps(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("taxBps", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackTaxRemovedForever is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xd1838406.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function taxRemovedForever() view returns(bool)
+func (oGPUToken *OGPUToken) PackTaxRemovedForever() []byte {
+	enc, err := oGPUToken.abi.Pack("taxRemovedForever")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTaxRemovedForever is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xd1838406.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function taxRemovedForever() view returns(bool)
+func (oGPUToken *OGPUToken) TryPackTaxRemovedForever() ([]byte, error) {
+	return oGPUToken.abi.Pack("taxRemovedForever")
+}
+
+// UnpackTaxRemovedForever is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xd1838406.
+//
+// Solidity: function taxRemovedForever() view returns(bool)
+func (oGPUToken *OGPUToken) UnpackTaxRemovedForever(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("taxRemovedForever", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackTotalSupply is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x18160ddd.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function totalSupply() view returns(uint256)
+func (oGPUToken *OGPUToken) PackTotalSupply() []byte {
+	enc, err := oGPUToken.abi.Pack("totalSupply")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTotalSupply is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x18160ddd.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function totalSupply() view returns(uint256)
+func (oGPUToken *OGPUToken) TryPackTotalSupply() ([]byte, error) {
+	return oGPUToken.abi.Pack("totalSupply")
+}
+
+// UnpackTotalSupply is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x18160ddd.
+//
+// Solidity: function totalSupply() view returns(uint256)
+func (oGPUToken *OGPUToken) UnpackTotalSupply(data []byte) (*big.Int, error) {
+	out, err := oGPUToken.abi.Unpack("totalSupply", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackTransfer is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa9059cbb.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function transfer(address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) PackTransfer(to common.Address, value *big.Int) []byte {
+	enc, err := oGPUToken.abi.Pack("transfer", to, value)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTransfer is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa9059cbb.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function transfer(address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) TryPackTransfer(to common.Address, value *big.Int) ([]byte, error) {
+	return oGPUToken.abi.Pack("transfer", to, value)
+}
+
+// UnpackTransfer is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xa9059cbb.
+//
+// Solidity: function transfer(address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) UnpackTransfer(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("transfer", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackTransferFrom is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x23b872dd.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function transferFrom(address from, address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) PackTransferFrom(from common.Address, to common.Address, value *big.Int) []byte {
+	enc, err := oGPUToken.abi.Pack("transferFrom", from, to, value)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTransferFrom is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x23b872dd.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function transferFrom(address from, address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) TryPackTransferFrom(from common.Address, to common.Address, value *big.Int) ([]byte, error) {
+	return oGPUToken.abi.Pack("transferFrom", from, to, value)
+}
+
+// UnpackTransferFrom is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x23b872dd.
+//
+// Solidity: function transferFrom(address from, address to, uint256 value) returns(bool)
+func (oGPUToken *OGPUToken) UnpackTransferFrom(data []byte) (bool, error) {
+	out, err := oGPUToken.abi.Unpack("transferFrom", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackTransferOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf2fde38b.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function transferOwnership(address newOwner) returns()
+func (oGPUToken *OGPUToken) PackTransferOwnership(newOwner common.Address) []byte {
+	enc, err := oGPUToken.abi.Pack("transferOwnership", newOwner)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTransferOwnership is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf2fde38b.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function transferOwnership(address newOwner) returns()
+func (oGPUToken *OGPUToken) TryPackTransferOwnership(newOwner common.Address) ([]byte, error) {
+	return oGPUToken.abi.Pack("transferOwnership", newOwner)
+}
+
+// PackTreasury is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x61d027b3.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function treasury() view returns(address)
+func (oGPUToken *OGPUToken) PackTreasury() []byte {
+	enc, err := oGPUToken.abi.Pack("treasury")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTreasury is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x61d027b3.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function treasury() view returns(address)
+func (oGPUToken *OGPUToken) TryPackTreasury() ([]byte, error) {
+	return oGPUToken.abi.Pack("treasury")
+}
+
+// UnpackTreasury is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x61d027b3.
+//
+// Solidity: function treasury() view returns(address)
+func (oGPUToken *OGPUToken) UnpackTreasury(data []byte) (common.Address, error) {
+	out, err := oGPUToken.abi.Unpack("treasury", data)
+	if err != nil {
+		return *new(common.Address), err
+	}
+	out0 := *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	return out0, nil
+}
+
+// OGPUTokenApproval represents a Approval event raised by the OGPUToken contract.
+type OGPUTokenApproval struct {
+	Owner   common.Address
+	Spender common.Address
+	Value   *big.Int
+	Raw     *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenApprovalEventName = "Approval"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenApproval) ContractEventName() string {
+	return OGPUTokenApprovalEventName
+}
+
+// UnpackApprovalEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event Approval(address indexed owner, address indexed spender, uint256 value)
+func (oGPUToken *OGPUToken) UnpackApprovalEvent(log *types.Log) (*OGPUTokenApproval, error) {
+	event := "Approval"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenApproval)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenExemptSet represents a ExemptSet event raised by the OGPUToken contract.
+type OGPUTokenExemptSet struct {
+	Account  common.Address
+	IsExempt bool
+	Raw      *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenExemptSetEventName = "ExemptSet"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenExemptSet) ContractEventName() string {
+	return OGPUTokenExemptSetEventName
+}
+
+// UnpackExemptSetEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event ExemptSet(address indexed account, bool isExempt)
+func (oGPUToken *OGPUToken) UnpackExemptSetEvent(log *types.Log) (*OGPUTokenExemptSet, error) {
+	event := "ExemptSet"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenExemptSet)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenOwnershipTransferStarted represents a OwnershipTransferStarted event raised by the OGPUToken contract.
+type OGPUTokenOwnershipTransferStarted struct {
+	PreviousOwner common.Address
+	NewOwner      common.Address
+	Raw           *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenOwnershipTransferStartedEventName = "OwnershipTransferStarted"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenOwnershipTransferStarted) ContractEventName() string {
+	return OGPUTokenOwnershipTransferStartedEventName
+}
+
+// UnpackOwnershipTransferStartedEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event OwnershipTransferStarted(address indexed previousOwner, address indexed newOwner)
+func (oGPUToken *OGPUToken) UnpackOwnershipTransferStartedEvent(log *types.Log) (*OGPUTokenOwnershipTransferStarted, error) {
+	event := "OwnershipTransferStarted"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenOwnershipTransferStarted)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenOwnershipTransferred represents a OwnershipTransferred event raised by the OGPUToken contract.
+type OGPUTokenOwnershipTransferred struct {
+	PreviousOwner common.Address
+	NewOwner      common.Address
+	Raw           *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenOwnershipTransferredEventName = "OwnershipTransferred"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenOwnershipTransferred) ContractEventName() string {
+	return OGPUTokenOwnershipTransferredEventName
+}
+
+// UnpackOwnershipTransferredEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event OwnershipTransferred(address indexed previousOwner, address indexed newOwner)
+func (oGPUToken *OGPUToken) UnpackOwnershipTransferredEvent(log *types.Log) (*OGPUTokenOwnershipTransferred, error) {
+	event := "OwnershipTransferred"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenOwnershipTransferred)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenPairSet represents a PairSet event raised by the OGPUToken contract.
+type OGPUTokenPairSet struct {
+	Pair   common.Address
+	IsPair bool
+	Raw    *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenPairSetEventName = "PairSet"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenPairSet) ContractEventName() string {
+	return OGPUTokenPairSetEventName
+}
+
+// UnpackPairSetEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event PairSet(address indexed pair, bool isPair)
+func (oGPUToken *OGPUToken) UnpackPairSetEvent(log *types.Log) (*OGPUTokenPairSet, error) {
+	event := "PairSet"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenPairSet)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenTaxLowered represents a TaxLowered event raised by the OGPUToken contract.
+type OGPUTokenTaxLowered struct {
+	OldBps *big.Int
+	NewBps *big.Int
+	Raw    *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenTaxLoweredEventName = "TaxLowered"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenTaxLowered) ContractEventName() string {
+	return OGPUTokenTaxLoweredEventName
+}
+
+// UnpackTaxLoweredEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event TaxLowered(uint256 oldBps, uint256 newBps)
+func (oGPUToken *OGPUToken) UnpackTaxLoweredEvent(log *types.Log) (*OGPUTokenTaxLowered, error) {
+	event := "TaxLowered"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenTaxLowered)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenTaxRemovedForever represents a TaxRemovedForever event raised by the OGPUToken contract.
+type OGPUTokenTaxRemovedForever struct {
+	Raw *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenTaxRemovedForeverEventName = "TaxRemovedForever"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenTaxRemovedForever) ContractEventName() string {
+	return OGPUTokenTaxRemovedForeverEventName
+}
+
+// UnpackTaxRemovedForeverEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event TaxRemovedForever()
+func (oGPUToken *OGPUToken) UnpackTaxRemovedForeverEvent(log *types.Log) (*OGPUTokenTaxRemovedForever, error) {
+	event := "TaxRemovedForever"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenTaxRemovedForever)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenTransfer represents a Transfer event raised by the OGPUToken contract.
+type OGPUTokenTransfer struct {
+	From  common.Address
+	To    common.Address
+	Value *big.Int
+	Raw   *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenTransferEventName = "Transfer"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenTransfer) ContractEventName() string {
+	return OGPUTokenTransferEventName
+}
+
+// UnpackTransferEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event Transfer(address indexed from, address indexed to, uint256 value)
+func (oGPUToken *OGPUToken) UnpackTransferEvent(log *types.Log) (*OGPUTokenTransfer, error) {
+	event := "Transfer"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenTransfer)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUTokenTreasurySet represents a TreasurySet event raised by the OGPUToken contract.
+type OGPUTokenTreasurySet struct {
+	OldTreasury common.Address
+	NewTreasury common.Address
+	Raw         *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUTokenTreasurySetEventName = "TreasurySet"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUTokenTreasurySet) ContractEventName() string {
+	return OGPUTokenTreasurySetEventName
+}
+
+// UnpackTreasurySetEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event TreasurySet(address indexed oldTreasury, address indexed newTreasury)
+func (oGPUToken *OGPUToken) UnpackTreasurySetEvent(log *types.Log) (*OGPUTokenTreasurySet, error) {
+	event := "TreasurySet"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUTokenTreasurySet)
+	if len(log.Data) > 0 {
+		if err := oGPUToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// UnpackError attempts to decode the provided error data using user-defined
+// error definitions.
+func (oGPUToken *OGPUToken) UnpackError(raw []byte) (any, error) {
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InsufficientAllowance"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InsufficientAllowanceError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InsufficientBalance"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InsufficientBalanceError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InvalidApprover"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InvalidApproverError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InvalidReceiver"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InvalidReceiverError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InvalidSender"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InvalidSenderError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ERC20InvalidSpender"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackERC20InvalidSpenderError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["OwnableInvalidOwner"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackOwnableInvalidOwnerError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["OwnableUnauthorizedAccount"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackOwnableUnauthorizedAccountError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["TaxCanOnlyGoDown"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackTaxCanOnlyGoDownError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["TaxIsRemovedForever"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackTaxIsRemovedForeverError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUToken.abi.Errors["ZeroAddress"].ID.Bytes()[:4]) {
+		return oGPUToken.UnpackZeroAddressError(raw[4:])
+	}
+	return nil, errors.New("Unknown error")
+}
+
+// OGPUTokenERC20InsufficientAllowance represents a ERC20InsufficientAllowance error raised by the OGPUToken contract.
+type OGPUTokenERC20InsufficientAllowance struct {
+	Spender   common.Address
+	Allowance *big.Int
+	Needed    *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InsufficientAllowance(address spender, uint256 allowance, uint256 needed)
+func OGPUTokenERC20InsufficientAllowanceErrorID() common.Hash {
+	return common.HexToHash("0xfb8f41b23e99d2101d86da76cdfa87dd51c82ed07d3cb62cbc473e469dbc75c3")
+}
+
+// UnpackERC20InsufficientAllowanceError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InsufficientAllowance(address spender, uint256 allowance, uint256 needed)
+func (oGPUToken *OGPUToken) UnpackERC20InsufficientAllowanceError(raw []byte) (*OGPUTokenERC20InsufficientAllowance, error) {
+	out := new(OGPUTokenERC20InsufficientAllowance)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InsufficientAllowance", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenERC20InsufficientBalance represents a ERC20InsufficientBalance error raised by the OGPUToken contract.
+type OGPUTokenERC20InsufficientBalance struct {
+	Sender  common.Address
+	Balance *big.Int
+	Needed  *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InsufficientBalance(address sender, uint256 balance, uint256 needed)
+func OGPUTokenERC20InsufficientBalanceErrorID() common.Hash {
+	return common.HexToHash("0xe450d38cd8d9f7d95077d567d60ed49c7254716e6ad08fc9872816c97e0ffec6")
+}
+
+// UnpackERC20InsufficientBalanceError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InsufficientBalance(address sender, uint256 balance, uint256 needed)
+func (oGPUToken *OGPUToken) UnpackERC20InsufficientBalanceError(raw []byte) (*OGPUTokenERC20InsufficientBalance, error) {
+	out := new(OGPUTokenERC20InsufficientBalance)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InsufficientBalance", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenERC20InvalidApprover represents a ERC20InvalidApprover error raised by the OGPUToken contract.
+type OGPUTokenERC20InvalidApprover struct {
+	Approver common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InvalidApprover(address approver)
+func OGPUTokenERC20InvalidApproverErrorID() common.Hash {
+	return common.HexToHash("0xe602df05cc75712490294c6c104ab7c17f4030363910a7a2626411c6d3118847")
+}
+
+// UnpackERC20InvalidApproverError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InvalidApprover(address approver)
+func (oGPUToken *OGPUToken) UnpackERC20InvalidApproverError(raw []byte) (*OGPUTokenERC20InvalidApprover, error) {
+	out := new(OGPUTokenERC20InvalidApprover)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InvalidApprover", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenERC20InvalidReceiver represents a ERC20InvalidReceiver error raised by the OGPUToken contract.
+type OGPUTokenERC20InvalidReceiver struct {
+	Receiver common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InvalidReceiver(address receiver)
+func OGPUTokenERC20InvalidReceiverErrorID() common.Hash {
+	return common.HexToHash("0xec442f055133b72f3b2f9f0bb351c406b178527de2040a7d1feb4e058771f613")
+}
+
+// UnpackERC20InvalidReceiverError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InvalidReceiver(address receiver)
+func (oGPUToken *OGPUToken) UnpackERC20InvalidReceiverError(raw []byte) (*OGPUTokenERC20InvalidReceiver, error) {
+	out := new(OGPUTokenERC20InvalidReceiver)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InvalidReceiver", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenERC20InvalidSender represents a ERC20InvalidSender error raised by the OGPUToken contract.
+type OGPUTokenERC20InvalidSender struct {
+	Sender common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InvalidSender(address sender)
+func OGPUTokenERC20InvalidSenderErrorID() common.Hash {
+	return common.HexToHash("0x96c6fd1edd0cd6ef7ff0ecc0facdf53148dc0048b57fe58af65755250a7a96bd")
+}
+
+// UnpackERC20InvalidSenderError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InvalidSender(address sender)
+func (oGPUToken *OGPUToken) UnpackERC20InvalidSenderError(raw []byte) (*OGPUTokenERC20InvalidSender, error) {
+	out := new(OGPUTokenERC20InvalidSender)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InvalidSender", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenERC20InvalidSpender represents a ERC20InvalidSpender error raised by the OGPUToken contract.
+type OGPUTokenERC20InvalidSpender struct {
+	Spender common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ERC20InvalidSpender(address spender)
+func OGPUTokenERC20InvalidSpenderErrorID() common.Hash {
+	return common.HexToHash("0x94280d62c347d8d9f4d59a76ea321452406db88df38e0c9da304f58b57b373a2")
+}
+
+// UnpackERC20InvalidSpenderError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ERC20InvalidSpender(address spender)
+func (oGPUToken *OGPUToken) UnpackERC20InvalidSpenderError(raw []byte) (*OGPUTokenERC20InvalidSpender, error) {
+	out := new(OGPUTokenERC20InvalidSpender)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ERC20InvalidSpender", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenOwnableInvalidOwner represents a OwnableInvalidOwner error raised by the OGPUToken contract.
+type OGPUTokenOwnableInvalidOwner struct {
+	Owner common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error OwnableInvalidOwner(address owner)
+func OGPUTokenOwnableInvalidOwnerErrorID() common.Hash {
+	return common.HexToHash("0x1e4fbdf7f3ef8bcaa855599e3abf48b232380f183f08f6f813d9ffa5bd585188")
+}
+
+// UnpackOwnableInvalidOwnerError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error OwnableInvalidOwner(address owner)
+func (oGPUToken *OGPUToken) UnpackOwnableInvalidOwnerError(raw []byte) (*OGPUTokenOwnableInvalidOwner, error) {
+	out := new(OGPUTokenOwnableInvalidOwner)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "OwnableInvalidOwner", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenOwnableUnauthorizedAccount represents a OwnableUnauthorizedAccount error raised by the OGPUToken contract.
+type OGPUTokenOwnableUnauthorizedAccount struct {
+	Account common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error OwnableUnauthorizedAccount(address account)
+func OGPUTokenOwnableUnauthorizedAccountErrorID() common.Hash {
+	return common.HexToHash("0x118cdaa7a341953d1887a2245fd6665d741c67c8c50581daa59e1d03373fa188")
+}
+
+// UnpackOwnableUnauthorizedAccountError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error OwnableUnauthorizedAccount(address account)
+func (oGPUToken *OGPUToken) UnpackOwnableUnauthorizedAccountError(raw []byte) (*OGPUTokenOwnableUnauthorizedAccount, error) {
+	out := new(OGPUTokenOwnableUnauthorizedAccount)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "OwnableUnauthorizedAccount", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenTaxCanOnlyGoDown represents a TaxCanOnlyGoDown error raised by the OGPUToken contract.
+type OGPUTokenTaxCanOnlyGoDown struct {
+	CurrentBps   *big.Int
+	RequestedBps *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error TaxCanOnlyGoDown(uint256 currentBps, uint256 requestedBps)
+func OGPUTokenTaxCanOnlyGoDownErrorID() common.Hash {
+	return common.HexToHash("0x18795531e896dfcd6e028e775cd47729d2c19a31bafb0c3b7cf201f6ee0041fc")
+}
+
+// UnpackTaxCanOnlyGoDownError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error TaxCanOnlyGoDown(uint256 currentBps, uint256 requestedBps)
+func (oGPUToken *OGPUToken) UnpackTaxCanOnlyGoDownError(raw []byte) (*OGPUTokenTaxCanOnlyGoDown, error) {
+	out := new(OGPUTokenTaxCanOnlyGoDown)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "TaxCanOnlyGoDown", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenTaxIsRemovedForever represents a TaxIsRemovedForever error raised by the OGPUToken contract.
+type OGPUTokenTaxIsRemovedForever struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error TaxIsRemovedForever()
+func OGPUTokenTaxIsRemovedForeverErrorID() common.Hash {
+	return common.HexToHash("0x089ed8d96e71e6694b1322f864b23a5ee96fc8a2428d272c3393dbdc4183ecb7")
+}
+
+// UnpackTaxIsRemovedForeverError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error TaxIsRemovedForever()
+func (oGPUToken *OGPUToken) UnpackTaxIsRemovedForeverError(raw []byte) (*OGPUTokenTaxIsRemovedForever, error) {
+	out := new(OGPUTokenTaxIsRemovedForever)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "TaxIsRemovedForever", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUTokenZeroAddress represents a ZeroAddress error raised by the OGPUToken contract.
+type OGPUTokenZeroAddress struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ZeroAddress()
+func OGPUTokenZeroAddressErrorID() common.Hash {
+	return common.HexToHash("0xd92e233df2717d4a40030e20904abd27b68fcbeede117eaaccbbdac9618c8c73")
+}
+
+// UnpackZeroAddressError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ZeroAddress()
+func (oGPUToken *OGPUToken) UnpackZeroAddressError(raw []byte) (*OGPUTokenZeroAddress, error) {
+	out := new(OGPUTokenZeroAddress)
+	if err := oGPUToken.abi.UnpackIntoInterface(out, "ZeroAddress", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
