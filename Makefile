@@ -18,7 +18,7 @@ export CGO_CFLAGS   := -O3 -march=$(LEVEL)
 export CGO_CXXFLAGS := -O3 -march=$(LEVEL)
 endif
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check
 
 all: build
 
@@ -27,7 +27,7 @@ build:
 
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
-test: lint unit race wordsize bench-smoke
+test: lint contracts-check unit race wordsize bench-smoke
 
 unit:
 	$(GO) test -count=1 ./...
@@ -53,6 +53,13 @@ wordsize:
 	  echo "wordsize: GOARCH=386 build of ./he/ failed, but not with he's 32-bit refusal:"; echo "$$out"; exit 1; \
 	fi; \
 	echo "wordsize: GOARCH=386 build of ./he/ refused as it must be"
+
+# contracts/artifacts and contracts/bindings.go are what the pinned
+# toolchain builds from contracts/src (rebuilt in a temporary folder and
+# compared). The artifacts part needs contracts/node_modules (cd contracts &&
+# npm ci; .ci/run does it) and is skipped with a message without it.
+contracts-check:
+	GO=$(GO) scripts/contracts-check.sh
 
 vet:
 	$(GO) vet ./...

@@ -1,8 +1,9 @@
 // build.js compiles src/*.sol with solc used as a library (never the solcjs
 // CLI: piped, its --standard-json output is cut at 64 KiB) and writes one
 // artifacts/<Contract>.json per contract: its ABI and creation and runtime
-// bytecode. The output is deterministic: `npm ci && node build.js` on a clean
-// checkout must give no diff (make contracts-check).
+// bytecode. `node build.js DIR` writes them to DIR instead. The output is
+// deterministic: `npm ci && node build.js` on a clean checkout must give no
+// diff (make contracts-check, scripts/contracts-check.sh).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -56,7 +57,7 @@ for (const e of out.errors || []) {
 }
 if (failed) process.exit(1);
 
-const artDir = path.join(root, 'artifacts');
+const artDir = process.argv[2] ? path.resolve(process.argv[2]) : path.join(root, 'artifacts');
 fs.mkdirSync(artDir, { recursive: true });
 for (const file of Object.keys(sources)) {
   for (const [name, c] of Object.entries(out.contracts[file] || {})) {
@@ -69,6 +70,6 @@ for (const file of Object.keys(sources)) {
       deployedBytecode: '0x' + c.evm.deployedBytecode.object,
     };
     fs.writeFileSync(path.join(artDir, name + '.json'), JSON.stringify(art, null, 2) + '\n');
-    console.log(`build.js: artifacts/${name}.json (${c.evm.bytecode.object.length / 2} B init, ${c.evm.deployedBytecode.object.length / 2} B runtime)`);
+    console.log(`build.js: ${path.join(artDir, name + '.json')} (${c.evm.bytecode.object.length / 2} B init, ${c.evm.deployedBytecode.object.length / 2} B runtime)`);
   }
 }

@@ -2,11 +2,13 @@
 // every contract in contracts/artifacts/*.json (written by build.js), using
 // go-ethereum's abigen as a library: no abigen binary, and the same output as
 // `abigen --v2`. Run it from the repository root or from contracts/
-// (go generate ./contracts/ does the latter).
+// (go generate ./contracts/ does the latter). -artifacts and -out read and
+// write elsewhere (scripts/contracts-check.sh compares without writing).
 package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,12 +36,15 @@ func run() error {
 	if _, err := os.Stat(filepath.Join(dir, "artifacts")); err != nil {
 		dir = "."
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "artifacts", "*.json"))
+	artDir := flag.String("artifacts", filepath.Join(dir, "artifacts"), "folder of build.js's <Contract>.json artifacts")
+	out := flag.String("out", filepath.Join(dir, "bindings.go"), "Go file to write")
+	flag.Parse()
+	files, err := filepath.Glob(filepath.Join(*artDir, "*.json"))
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no artifacts/*.json under %s: run it from the repository root or contracts/, after node build.js", dir)
+		return fmt.Errorf("no *.json in %s: run it from the repository root or contracts/, after node build.js", *artDir)
 	}
 	sort.Strings(files)
 	var types, abis, bins []string
@@ -66,10 +71,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(dir, "bindings.go")
-	if err := os.WriteFile(out, []byte(src), 0o644); err != nil {
+	if err := os.WriteFile(*out, []byte(src), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("genbind: %s (%s)\n", out, strings.Join(types, ", "))
+	fmt.Printf("genbind: %s (%s)\n", *out, strings.Join(types, ", "))
 	return nil
 }
