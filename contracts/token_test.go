@@ -89,7 +89,7 @@ func (e *tokenEnv) mined(tx *types.Transaction) *types.Receipt {
 		e.t.Fatal(err)
 	}
 	if r.Status != types.ReceiptStatusSuccessful {
-		e.t.Fatalf("tx %s reverted", tx.Hash())
+		e.t.Fatalf("tx %s reverted (gas used %d of %d)", tx.Hash(), r.GasUsed, tx.Gas())
 	}
 	return r
 }
