@@ -24,6 +24,930 @@ var (
 	_ = abi.ConvertType
 )
 
+// OGPUBridgeSig is an auto generated low-level Go binding around an user-defined struct.
+type OGPUBridgeSig struct {
+	V uint8
+	R [32]byte
+	S [32]byte
+}
+
+// OGPUBridgeValset is an auto generated low-level Go binding around an user-defined struct.
+type OGPUBridgeValset struct {
+	Validators []common.Address
+	Powers     []uint32
+	Nonce      uint64
+}
+
+// OGPUBridgeMetaData contains all meta data concerning the OGPUBridge contract.
+var OGPUBridgeMetaData = bind.MetaData{
+	ABI: "[{\"inputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"token_\",\"type\":\"address\"},{\"internalType\":\"bytes32\",\"name\":\"appChainIdHash_\",\"type\":\"bytes32\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"initial\",\"type\":\"tuple\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"AlreadyExecuted\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"signed\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"total\",\"type\":\"uint256\"}],\"name\":\"InsufficientPower\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidSignature\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"}],\"name\":\"InvalidV\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidValidator\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"MalformedValset\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"token\",\"type\":\"address\"}],\"name\":\"SafeERC20FailedOperation\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"given\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"want\",\"type\":\"uint256\"}],\"name\":\"SignatureCount\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"bytes32\",\"name\":\"given\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"stored\",\"type\":\"bytes32\"}],\"name\":\"WrongCheckpoint\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"given\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"want\",\"type\":\"uint64\"}],\"name\":\"WrongValsetNonce\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAmount\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Deposited\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":false,\"internalType\":\"bytes32\",\"name\":\"checkpoint\",\"type\":\"bytes32\"},{\"indexed\":false,\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"indexed\":false,\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"}],\"name\":\"ValsetUpdated\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Withdrawn\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"appChainIdHash\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"vs\",\"type\":\"tuple\"}],\"name\":\"checkpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"deposit\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"domain\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"name\":\"executed\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"lastDepositNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"token\",\"outputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"next\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"updateValset\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetCheckpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"withdraw\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"withdrawDigest\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
+	ID:  "OGPUBridge",
+	Bin: "0x60e060405234801561000f575f5ffd5b50604051611c78380380611c7883398101604081905261002e91610399565b6001600160a01b0383166100555760405163d92e233d60e01b815260040160405180910390fd5b6001600160a01b038316608090815260c0838152604080516020808201859052600e60a0808401919091526d6f6770752d6272696467652d763160901b8386015246838501523060608401529482018790528251808303909401845260e09091019091528151910120908190526100cb82610147565b6100d5818361021d565b5f819055604083810151600180546001600160401b0319166001600160401b03909216918217905584516020860151925191937fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab969361013693919291610535565b60405180910390a2505050506105e1565b80515180158061015c57508160200151518114155b1561017a5760405163421079d960e11b815260040160405180910390fd5b5f805b82811015610217575f845f0151828151811061019b5761019b610569565b60200260200101519050826001600160a01b0316816001600160a01b03161115806101e85750846020015182815181106101d7576101d7610569565b602002602001015163ffffffff165f145b1561020d576040516306ed965b60e51b81526004810183905260240160405180910390fd5b915060010161017d565b50505050565b5f828260400151835f01518460200151604051602001610240949392919061057d565b60405160208183030381529060405280519060200120905092915050565b6001600160a01b0381168114610272575f5ffd5b50565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b03811182821017156102ab576102ab610275565b60405290565b604051601f8201601f191681016001600160401b03811182821017156102d9576102d9610275565b604052919050565b5f6001600160401b038211156102f9576102f9610275565b5060051b60200190565b5f82601f830112610312575f5ffd5b8151610325610320826102e1565b6102b1565b8082825260208201915060208360051b860101925085831115610346575f5ffd5b602085015b8381101561037457805163ffffffff81168114610366575f5ffd5b83526020928301920161034b565b5095945050505050565b80516001600160401b0381168114610394575f5ffd5b919050565b5f5f5f606084860312156103ab575f5ffd5b83516103b68161025e565b6020850151604086015191945092506001600160401b038111156103d8575f5ffd5b8401606081870312156103e9575f5ffd5b6103f1610289565b81516001600160401b03811115610406575f5ffd5b8201601f81018813610416575f5ffd5b8051610424610320826102e1565b8082825260208201915060208360051b85010192508a831115610445575f5ffd5b6020840193505b8284101561047057835161045f8161025e565b82526020938401939091019061044c565b845250505060208201516001600160401b0381111561048d575f5ffd5b61049988828501610303565b6020830152506104ab6040830161037e565b604082015280925050509250925092565b5f8151808452602084019350602083015f5b828110156104f55781516001600160a01b03168652602095860195909101906001016104ce565b5093949350505050565b5f8151808452602084019350602083015f5b828110156104f557815163ffffffff16865260209586019590910190600101610511565b838152606060208201525f61054d60608301856104bc565b828103604084015261055f81856104ff565b9695505050505050565b634e487b7160e01b5f52603260045260245ffd5b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c082015260018060401b038416604082015260e060608201525f6105c460e08301856104bc565b82810360808401526105d681856104ff565b979650505050505050565b60805160a05160c0516116356106435f395f6101d401525f81816101ad015281816106950152818161077d015281816107b1015261088001525f81816101fb01528181610294015281816103140152818161035d015261056001526116355ff3fe608060405234801561000f575f5ffd5b50600436106100b1575f3560e01c8063a869fb7a1161006e578063a869fb7a14610149578063aaa8c76814610163578063b661174a14610195578063c2fb26a6146101a8578063c8cf9b61146101cf578063fc0c546a146101f6575f5ffd5b806306110a76146100b557806319b5e247146100d057806347e7ef24146100fb5780634876783f1461010e5780636ec5e5dc1461012357806376a518df14610136575b5f5ffd5b6100bd5f5481565b6040519081526020015b60405180910390f35b6001546100e3906001600160401b031681565b6040516001600160401b0390911681526020016100c7565b6100e3610109366004610ecb565b610235565b61012161011c366004610f66565b610482565b005b610121610131366004610ff8565b6105dc565b6100bd610144366004611086565b610777565b6001546100e390600160401b90046001600160401b031681565b6101856101713660046110bf565b60026020525f908152604090205460ff1681565b60405190151581526020016100c7565b6100bd6101a33660046110df565b6107ab565b6100bd7f000000000000000000000000000000000000000000000000000000000000000081565b6100bd7f000000000000000000000000000000000000000000000000000000000000000081565b61021d7f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b0390911681526020016100c7565b5f6001600160a01b03831661025d5760405163d92e233d60e01b815260040160405180910390fd5b815f0361027d57604051631f2a200560e01b815260040160405180910390fd5b6040516370a0823160e01b81523060048201525f907f00000000000000000000000000000000000000000000000000000000000000006001600160a01b0316906370a0823190602401602060405180830381865afa1580156102e1573d5f5f3e3d5ffd5b505050506040513d601f19601f820116820180604052508101906103059190611119565b905061033c6001600160a01b037f00000000000000000000000000000000000000000000000000000000000000001633308661083e565b6040516370a0823160e01b81523060048201525f9082906001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016906370a0823190602401602060405180830381865afa1580156103a2573d5f5f3e3d5ffd5b505050506040513d601f19601f820116820180604052508101906103c69190611119565b6103d09190611144565b9050805f036103f257604051631f2a200560e01b815260040160405180910390fd5b6001805460089061041290600160401b90046001600160401b0316611157565b82546001600160401b038083166101009490940a84810291021990911617909255604080516001600160a01b03891681526020810185905292955033927f3058c9982050baca4b61c4c19150229f108f491b297706a6e1d190eb8399a974910160405180910390a3505092915050565b6001600160a01b0384166104a95760405163d92e233d60e01b815260040160405180910390fd5b825f036104c957604051631f2a200560e01b815260040160405180910390fd5b6001600160401b0385165f9081526002602052604090205460ff161561051257604051632853702960e11b81526001600160401b03861660048201526024015b60405180910390fd5b61051b8661087a565b6105318661052a8787876107ab565b84846108dc565b6001600160401b0385165f908152600260205260409020805460ff191660011790556105876001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000168585610bd2565b836001600160a01b0316856001600160401b03167f0ff23c4cdc2733f56d8f04d7a351c4332a1cd3334287ed5b2e9c6a28da9d3533856040516105cc91815260200190565b60405180910390a3505050505050565b6105ec60608501604086016110bf565b6105f7906001611181565b6001600160401b031661061060608501604086016110bf565b6001600160401b0316146106755761062e60608401604085016110bf565b61063e60608601604087016110bf565b610649906001611181565b60405163e692aec160e01b81526001600160401b03928316600482015291166024820152604401610509565b610686610681846112b2565b610c0c565b61068f8461087a565b5f6106c27f00000000000000000000000000000000000000000000000000000000000000006106bd866112b2565b610cd8565b90506106d0858285856108dc565b5f8190556106e460608501604086016110bf565b6001805467ffffffffffffffff19166001600160401b039290921691909117905561071560608501604086016110bf565b6001600160401b03167fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab968261074a878061138d565b61075760208a018a61138d565b6040516107689594939291906113d2565b60405180910390a25050505050565b5f6107a57f00000000000000000000000000000000000000000000000000000000000000006106bd846112b2565b92915050565b604080517f0000000000000000000000000000000000000000000000000000000000000000602082015260a0918101829052600860c082015267776974686472617760c01b60e08201526001600160401b03851660608201526001600160a01b03841660808201529081018290525f90610100016040516020818303038152906040528051906020012090509392505050565b61084c848484846001610d19565b61087457604051635274afe760e01b81526001600160a01b0385166004820152602401610509565b50505050565b5f6108a87f00000000000000000000000000000000000000000000000000000000000000006106bd846112b2565b90505f5481146108d8575f5460405163604b727960e01b8152610509918391600401918252602082015260400190565b5050565b5f6108e7858061138d565b915050818114610914576040516313e6af8960e11b81526004810183905260248101829052604401610509565b7f19457468657265756d205369676e6564204d6573736167653a0a3332000000005f908152601c859052603c81209080805b84811015610b8a575f61095c60208b018b61138d565b8381811061096c5761096c611467565b9050602002016020810190610981919061147b565b63ffffffff1690506109938185611494565b93505f8888848181106109a8576109a8611467565b6109be92602060609092020190810191506114a7565b905060ff81161580156109ed57508888848181106109de576109de611467565b905060600201602001355f5f1b145b8015610a155750888884818110610a0657610a06611467565b905060600201604001355f5f1b145b15610a21575050610b82565b601b8160ff161015610a3b57610a38601b826114c7565b90505b8060ff16601b14158015610a5357508060ff16601c14155b15610aa65782898985818110610a6b57610a6b611467565b610a8192602060609092020190810191506114a7565b60405163354bf40360e21b8152600481019290925260ff166024820152604401610509565b5f5f610aea88848d8d89818110610abf57610abf611467565b905060600201602001358e8e8a818110610adb57610adb611467565b90506060020160400135610d86565b5090925090505f816003811115610b0357610b036114e0565b141580610b505750610b158d8061138d565b86818110610b2557610b25611467565b9050602002016020810190610b3a91906114f4565b6001600160a01b0316826001600160a01b031614155b15610b7157604051630a57f30960e31b815260048101869052602401610509565b610b7b8487611494565b9550505050505b600101610946565b50610b9682600261150d565b610ba182600361150d565b11610bc85760405162bfb6ab60e01b81526004810182905260248101839052604401610509565b5050505050505050565b610bdf8383836001610e4e565b610c0757604051635274afe760e01b81526001600160a01b0384166004820152602401610509565b505050565b805151801580610c2157508160200151518114155b15610c3f5760405163421079d960e11b815260040160405180910390fd5b5f805b82811015610874575f845f01518281518110610c6057610c60611467565b60200260200101519050826001600160a01b0316816001600160a01b0316111580610cad575084602001518281518110610c9c57610c9c611467565b602002602001015163ffffffff165f145b15610cce576040516306ed965b60e51b815260048101839052602401610509565b9150600101610c42565b5f828260400151835f01518460200151604051602001610cfb9493929190611564565b60405160208183030381529060405280519060200120905092915050565b6040516323b872dd60e01b5f8181526001600160a01b038781166004528616602452604485905291602083606481808c5af1925060015f51148316610d75578383151615610d69573d5f823e3d81fd5b5f883b113d1516831692505b604052505f60605295945050505050565b5f80807f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0841115610dbf57505f91506003905082610e44565b604080515f808252602082018084528a905260ff891692820192909252606081018790526080810186905260019060a0016020604051602081039080840390855afa158015610e10573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b038116610e3b57505f925060019150829050610e44565b92505f91508190505b9450945094915050565b60405163a9059cbb60e01b5f8181526001600160a01b038616600452602485905291602083604481808b5af1925060015f51148316610ea4578383151615610e98573d5f823e3d81fd5b5f873b113d1516831692505b60405250949350505050565b80356001600160a01b0381168114610ec6575f5ffd5b919050565b5f5f60408385031215610edc575f5ffd5b610ee583610eb0565b946020939093013593505050565b5f60608284031215610f03575f5ffd5b50919050565b80356001600160401b0381168114610ec6575f5ffd5b5f5f83601f840112610f2f575f5ffd5b5081356001600160401b03811115610f45575f5ffd5b602083019150836020606083028501011115610f5f575f5ffd5b9250929050565b5f5f5f5f5f5f60a08789031215610f7b575f5ffd5b86356001600160401b03811115610f90575f5ffd5b610f9c89828a01610ef3565b965050610fab60208801610f09565b9450610fb960408801610eb0565b93506060870135925060808701356001600160401b03811115610fda575f5ffd5b610fe689828a01610f1f565b979a9699509497509295939492505050565b5f5f5f5f6060858703121561100b575f5ffd5b84356001600160401b03811115611020575f5ffd5b61102c87828801610ef3565b94505060208501356001600160401b03811115611047575f5ffd5b61105387828801610ef3565b93505060408501356001600160401b0381111561106e575f5ffd5b61107a87828801610f1f565b95989497509550505050565b5f60208284031215611096575f5ffd5b81356001600160401b038111156110ab575f5ffd5b6110b784828501610ef3565b949350505050565b5f602082840312156110cf575f5ffd5b6110d882610f09565b9392505050565b5f5f5f606084860312156110f1575f5ffd5b6110fa84610f09565b925061110860208501610eb0565b929592945050506040919091013590565b5f60208284031215611129575f5ffd5b5051919050565b634e487b7160e01b5f52601160045260245ffd5b818103818111156107a5576107a5611130565b5f6001600160401b0382166001600160401b03810361117857611178611130565b60010192915050565b6001600160401b0381811683821601908111156107a5576107a5611130565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b03811182821017156111d6576111d66111a0565b60405290565b604051601f8201601f191681016001600160401b0381118282101715611204576112046111a0565b604052919050565b5f6001600160401b03821115611224576112246111a0565b5060051b60200190565b803563ffffffff81168114610ec6575f5ffd5b5f82601f830112611250575f5ffd5b813561126361125e8261120c565b6111dc565b8082825260208201915060208360051b860101925085831115611284575f5ffd5b602085015b838110156112a85761129a8161122e565b835260209283019201611289565b5095945050505050565b5f606082360312156112c2575f5ffd5b6112ca6111b4565b82356001600160401b038111156112df575f5ffd5b830136601f8201126112ef575f5ffd5b80356112fd61125e8261120c565b8082825260208201915060208360051b85010192503683111561131e575f5ffd5b6020840193505b828410156113475761133684610eb0565b825260209384019390910190611325565b845250505060208301356001600160401b03811115611364575f5ffd5b61137036828601611241565b60208301525061138260408401610f09565b604082015292915050565b5f5f8335601e198436030181126113a2575f5ffd5b8301803591506001600160401b038211156113bb575f5ffd5b6020019150600581901b3603821315610f5f575f5ffd5b85815260606020820181905281018490525f8560808301825b87811015611419576001600160a01b0361140484610eb0565b168252602092830192909101906001016113eb565b5083810360408501528481526020019050845f5b858110156114595763ffffffff6114438361122e565b168352602092830192919091019060010161142d565b509098975050505050505050565b634e487b7160e01b5f52603260045260245ffd5b5f6020828403121561148b575f5ffd5b6110d88261122e565b808201808211156107a5576107a5611130565b5f602082840312156114b7575f5ffd5b813560ff811681146110d8575f5ffd5b60ff81811683821601908111156107a5576107a5611130565b634e487b7160e01b5f52602160045260245ffd5b5f60208284031215611504575f5ffd5b6110d882610eb0565b80820281158282048414176107a5576107a5611130565b5f8151808452602084019350602083015f5b8281101561155a57815163ffffffff16865260209586019590910190600101611536565b5093949350505050565b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c08201525f60e082016001600160401b038616604084015260e06060840152808551808352610100850191506020870192505f5b818110156115df5783516001600160a01b03168352602093840193909201916001016115b8565b505083810360808501526115f38186611524565b9897505050505050505056fea26469706673582212206b5482e27f69a3539afca5752c623a358b806159736644c09d40165f5621bf3e64736f6c63430008250033",
+}
+
+// OGPUBridge is an auto generated Go binding around an Ethereum contract.
+type OGPUBridge struct {
+	abi abi.ABI
+}
+
+// GetABI returns the ABI associated with this contract binding.
+func (c *OGPUBridge) GetABI() abi.ABI {
+	return c.abi
+}
+
+// NewOGPUBridge creates a new instance of OGPUBridge.
+func NewOGPUBridge() *OGPUBridge {
+	parsed, err := OGPUBridgeMetaData.ParseABI()
+	if err != nil {
+		panic(errors.New("invalid ABI: " + err.Error()))
+	}
+	return &OGPUBridge{abi: *parsed}
+}
+
+// Instance creates a wrapper for a deployed contract instance at the given address.
+// Use this to create the instance object passed to abigen v2 library functions Call, Transact, etc.
+func (c *OGPUBridge) Instance(backend bind.ContractBackend, addr common.Address) *bind.BoundContract {
+	return bind.NewBoundContract(addr, c.abi, backend, backend, backend)
+}
+
+// PackConstructor is the Go binding used to pack the parameters required for
+// contract deployment.
+//
+// Solidity: constructor(address token_, bytes32 appChainIdHash_, (address[],uint32[],uint64) initial) returns()
+func (oGPUBridge *OGPUBridge) PackConstructor(token_ common.Address, appChainIdHash_ [32]byte, initial OGPUBridgeValset) []byte {
+	enc, err := oGPUBridge.abi.Pack("", token_, appChainIdHash_, initial)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// PackAppChainIdHash is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xc8cf9b61.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function appChainIdHash() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) PackAppChainIdHash() []byte {
+	enc, err := oGPUBridge.abi.Pack("appChainIdHash")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackAppChainIdHash is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xc8cf9b61.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function appChainIdHash() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) TryPackAppChainIdHash() ([]byte, error) {
+	return oGPUBridge.abi.Pack("appChainIdHash")
+}
+
+// UnpackAppChainIdHash is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xc8cf9b61.
+//
+// Solidity: function appChainIdHash() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) UnpackAppChainIdHash(data []byte) ([32]byte, error) {
+	out, err := oGPUBridge.abi.Unpack("appChainIdHash", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackCheckpoint is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x76a518df.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function checkpoint((address[],uint32[],uint64) vs) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) PackCheckpoint(vs OGPUBridgeValset) []byte {
+	enc, err := oGPUBridge.abi.Pack("checkpoint", vs)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackCheckpoint is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x76a518df.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function checkpoint((address[],uint32[],uint64) vs) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) TryPackCheckpoint(vs OGPUBridgeValset) ([]byte, error) {
+	return oGPUBridge.abi.Pack("checkpoint", vs)
+}
+
+// UnpackCheckpoint is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x76a518df.
+//
+// Solidity: function checkpoint((address[],uint32[],uint64) vs) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) UnpackCheckpoint(data []byte) ([32]byte, error) {
+	out, err := oGPUBridge.abi.Unpack("checkpoint", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackDeposit is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x47e7ef24.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function deposit(address recipient, uint256 amount) returns(uint64 nonce)
+func (oGPUBridge *OGPUBridge) PackDeposit(recipient common.Address, amount *big.Int) []byte {
+	enc, err := oGPUBridge.abi.Pack("deposit", recipient, amount)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackDeposit is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x47e7ef24.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function deposit(address recipient, uint256 amount) returns(uint64 nonce)
+func (oGPUBridge *OGPUBridge) TryPackDeposit(recipient common.Address, amount *big.Int) ([]byte, error) {
+	return oGPUBridge.abi.Pack("deposit", recipient, amount)
+}
+
+// UnpackDeposit is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x47e7ef24.
+//
+// Solidity: function deposit(address recipient, uint256 amount) returns(uint64 nonce)
+func (oGPUBridge *OGPUBridge) UnpackDeposit(data []byte) (uint64, error) {
+	out, err := oGPUBridge.abi.Unpack("deposit", data)
+	if err != nil {
+		return *new(uint64), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint64)).(*uint64)
+	return out0, nil
+}
+
+// PackDomain is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xc2fb26a6.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function domain() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) PackDomain() []byte {
+	enc, err := oGPUBridge.abi.Pack("domain")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackDomain is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xc2fb26a6.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function domain() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) TryPackDomain() ([]byte, error) {
+	return oGPUBridge.abi.Pack("domain")
+}
+
+// UnpackDomain is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xc2fb26a6.
+//
+// Solidity: function domain() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) UnpackDomain(data []byte) ([32]byte, error) {
+	out, err := oGPUBridge.abi.Unpack("domain", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackExecuted is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xaaa8c768.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function executed(uint64 ) view returns(bool)
+func (oGPUBridge *OGPUBridge) PackExecuted(arg0 uint64) []byte {
+	enc, err := oGPUBridge.abi.Pack("executed", arg0)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackExecuted is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xaaa8c768.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function executed(uint64 ) view returns(bool)
+func (oGPUBridge *OGPUBridge) TryPackExecuted(arg0 uint64) ([]byte, error) {
+	return oGPUBridge.abi.Pack("executed", arg0)
+}
+
+// UnpackExecuted is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xaaa8c768.
+//
+// Solidity: function executed(uint64 ) view returns(bool)
+func (oGPUBridge *OGPUBridge) UnpackExecuted(data []byte) (bool, error) {
+	out, err := oGPUBridge.abi.Unpack("executed", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
+// PackLastDepositNonce is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa869fb7a.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function lastDepositNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) PackLastDepositNonce() []byte {
+	enc, err := oGPUBridge.abi.Pack("lastDepositNonce")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackLastDepositNonce is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa869fb7a.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function lastDepositNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) TryPackLastDepositNonce() ([]byte, error) {
+	return oGPUBridge.abi.Pack("lastDepositNonce")
+}
+
+// UnpackLastDepositNonce is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xa869fb7a.
+//
+// Solidity: function lastDepositNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) UnpackLastDepositNonce(data []byte) (uint64, error) {
+	out, err := oGPUBridge.abi.Unpack("lastDepositNonce", data)
+	if err != nil {
+		return *new(uint64), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint64)).(*uint64)
+	return out0, nil
+}
+
+// PackToken is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xfc0c546a.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function token() view returns(address)
+func (oGPUBridge *OGPUBridge) PackToken() []byte {
+	enc, err := oGPUBridge.abi.Pack("token")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackToken is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xfc0c546a.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function token() view returns(address)
+func (oGPUBridge *OGPUBridge) TryPackToken() ([]byte, error) {
+	return oGPUBridge.abi.Pack("token")
+}
+
+// UnpackToken is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xfc0c546a.
+//
+// Solidity: function token() view returns(address)
+func (oGPUBridge *OGPUBridge) UnpackToken(data []byte) (common.Address, error) {
+	out, err := oGPUBridge.abi.Unpack("token", data)
+	if err != nil {
+		return *new(common.Address), err
+	}
+	out0 := *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	return out0, nil
+}
+
+// PackUpdateValset is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x6ec5e5dc.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function updateValset((address[],uint32[],uint64) current, (address[],uint32[],uint64) next, (uint8,bytes32,bytes32)[] sigs) returns()
+func (oGPUBridge *OGPUBridge) PackUpdateValset(current OGPUBridgeValset, next OGPUBridgeValset, sigs []OGPUBridgeSig) []byte {
+	enc, err := oGPUBridge.abi.Pack("updateValset", current, next, sigs)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackUpdateValset is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x6ec5e5dc.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function updateValset((address[],uint32[],uint64) current, (address[],uint32[],uint64) next, (uint8,bytes32,bytes32)[] sigs) returns()
+func (oGPUBridge *OGPUBridge) TryPackUpdateValset(current OGPUBridgeValset, next OGPUBridgeValset, sigs []OGPUBridgeSig) ([]byte, error) {
+	return oGPUBridge.abi.Pack("updateValset", current, next, sigs)
+}
+
+// PackValsetCheckpoint is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x06110a76.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function valsetCheckpoint() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) PackValsetCheckpoint() []byte {
+	enc, err := oGPUBridge.abi.Pack("valsetCheckpoint")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackValsetCheckpoint is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x06110a76.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function valsetCheckpoint() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) TryPackValsetCheckpoint() ([]byte, error) {
+	return oGPUBridge.abi.Pack("valsetCheckpoint")
+}
+
+// UnpackValsetCheckpoint is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x06110a76.
+//
+// Solidity: function valsetCheckpoint() view returns(bytes32)
+func (oGPUBridge *OGPUBridge) UnpackValsetCheckpoint(data []byte) ([32]byte, error) {
+	out, err := oGPUBridge.abi.Unpack("valsetCheckpoint", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackValsetNonce is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x19b5e247.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function valsetNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) PackValsetNonce() []byte {
+	enc, err := oGPUBridge.abi.Pack("valsetNonce")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackValsetNonce is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x19b5e247.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function valsetNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) TryPackValsetNonce() ([]byte, error) {
+	return oGPUBridge.abi.Pack("valsetNonce")
+}
+
+// UnpackValsetNonce is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x19b5e247.
+//
+// Solidity: function valsetNonce() view returns(uint64)
+func (oGPUBridge *OGPUBridge) UnpackValsetNonce(data []byte) (uint64, error) {
+	out, err := oGPUBridge.abi.Unpack("valsetNonce", data)
+	if err != nil {
+		return *new(uint64), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint64)).(*uint64)
+	return out0, nil
+}
+
+// PackWithdraw is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x4876783f.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function withdraw((address[],uint32[],uint64) current, uint64 nonce, address to, uint256 amount, (uint8,bytes32,bytes32)[] sigs) returns()
+func (oGPUBridge *OGPUBridge) PackWithdraw(current OGPUBridgeValset, nonce uint64, to common.Address, amount *big.Int, sigs []OGPUBridgeSig) []byte {
+	enc, err := oGPUBridge.abi.Pack("withdraw", current, nonce, to, amount, sigs)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackWithdraw is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x4876783f.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function withdraw((address[],uint32[],uint64) current, uint64 nonce, address to, uint256 amount, (uint8,bytes32,bytes32)[] sigs) returns()
+func (oGPUBridge *OGPUBridge) TryPackWithdraw(current OGPUBridgeValset, nonce uint64, to common.Address, amount *big.Int, sigs []OGPUBridgeSig) ([]byte, error) {
+	return oGPUBridge.abi.Pack("withdraw", current, nonce, to, amount, sigs)
+}
+
+// PackWithdrawDigest is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xb661174a.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function withdrawDigest(uint64 nonce, address to, uint256 amount) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) PackWithdrawDigest(nonce uint64, to common.Address, amount *big.Int) []byte {
+	enc, err := oGPUBridge.abi.Pack("withdrawDigest", nonce, to, amount)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackWithdrawDigest is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xb661174a.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function withdrawDigest(uint64 nonce, address to, uint256 amount) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) TryPackWithdrawDigest(nonce uint64, to common.Address, amount *big.Int) ([]byte, error) {
+	return oGPUBridge.abi.Pack("withdrawDigest", nonce, to, amount)
+}
+
+// UnpackWithdrawDigest is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xb661174a.
+//
+// Solidity: function withdrawDigest(uint64 nonce, address to, uint256 amount) view returns(bytes32)
+func (oGPUBridge *OGPUBridge) UnpackWithdrawDigest(data []byte) ([32]byte, error) {
+	out, err := oGPUBridge.abi.Unpack("withdrawDigest", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// OGPUBridgeDeposited represents a Deposited event raised by the OGPUBridge contract.
+type OGPUBridgeDeposited struct {
+	Nonce     uint64
+	From      common.Address
+	Recipient common.Address
+	Amount    *big.Int
+	Raw       *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUBridgeDepositedEventName = "Deposited"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUBridgeDeposited) ContractEventName() string {
+	return OGPUBridgeDepositedEventName
+}
+
+// UnpackDepositedEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event Deposited(uint64 indexed nonce, address indexed from, address recipient, uint256 amount)
+func (oGPUBridge *OGPUBridge) UnpackDepositedEvent(log *types.Log) (*OGPUBridgeDeposited, error) {
+	event := "Deposited"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUBridge.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUBridgeDeposited)
+	if len(log.Data) > 0 {
+		if err := oGPUBridge.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUBridge.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUBridgeValsetUpdated represents a ValsetUpdated event raised by the OGPUBridge contract.
+type OGPUBridgeValsetUpdated struct {
+	Nonce      uint64
+	Checkpoint [32]byte
+	Validators []common.Address
+	Powers     []uint32
+	Raw        *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUBridgeValsetUpdatedEventName = "ValsetUpdated"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUBridgeValsetUpdated) ContractEventName() string {
+	return OGPUBridgeValsetUpdatedEventName
+}
+
+// UnpackValsetUpdatedEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event ValsetUpdated(uint64 indexed nonce, bytes32 checkpoint, address[] validators, uint32[] powers)
+func (oGPUBridge *OGPUBridge) UnpackValsetUpdatedEvent(log *types.Log) (*OGPUBridgeValsetUpdated, error) {
+	event := "ValsetUpdated"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUBridge.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUBridgeValsetUpdated)
+	if len(log.Data) > 0 {
+		if err := oGPUBridge.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUBridge.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// OGPUBridgeWithdrawn represents a Withdrawn event raised by the OGPUBridge contract.
+type OGPUBridgeWithdrawn struct {
+	Nonce  uint64
+	To     common.Address
+	Amount *big.Int
+	Raw    *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUBridgeWithdrawnEventName = "Withdrawn"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUBridgeWithdrawn) ContractEventName() string {
+	return OGPUBridgeWithdrawnEventName
+}
+
+// UnpackWithdrawnEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event Withdrawn(uint64 indexed nonce, address indexed to, uint256 amount)
+func (oGPUBridge *OGPUBridge) UnpackWithdrawnEvent(log *types.Log) (*OGPUBridgeWithdrawn, error) {
+	event := "Withdrawn"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUBridge.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUBridgeWithdrawn)
+	if len(log.Data) > 0 {
+		if err := oGPUBridge.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUBridge.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// UnpackError attempts to decode the provided error data using user-defined
+// error definitions.
+func (oGPUBridge *OGPUBridge) UnpackError(raw []byte) (any, error) {
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["AlreadyExecuted"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackAlreadyExecutedError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["InsufficientPower"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackInsufficientPowerError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["InvalidSignature"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackInvalidSignatureError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["InvalidV"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackInvalidVError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["InvalidValidator"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackInvalidValidatorError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["MalformedValset"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackMalformedValsetError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["SafeERC20FailedOperation"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackSafeERC20FailedOperationError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["SignatureCount"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackSignatureCountError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["WrongCheckpoint"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackWrongCheckpointError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["WrongValsetNonce"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackWrongValsetNonceError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["ZeroAddress"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackZeroAddressError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["ZeroAmount"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackZeroAmountError(raw[4:])
+	}
+	return nil, errors.New("Unknown error")
+}
+
+// OGPUBridgeAlreadyExecuted represents a AlreadyExecuted error raised by the OGPUBridge contract.
+type OGPUBridgeAlreadyExecuted struct {
+	Nonce uint64
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error AlreadyExecuted(uint64 nonce)
+func OGPUBridgeAlreadyExecutedErrorID() common.Hash {
+	return common.HexToHash("0x50a6e052a64ef0e0e359d483476796f10c9b2703975549b9462e11ea6db9cbdf")
+}
+
+// UnpackAlreadyExecutedError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error AlreadyExecuted(uint64 nonce)
+func (oGPUBridge *OGPUBridge) UnpackAlreadyExecutedError(raw []byte) (*OGPUBridgeAlreadyExecuted, error) {
+	out := new(OGPUBridgeAlreadyExecuted)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "AlreadyExecuted", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeInsufficientPower represents a InsufficientPower error raised by the OGPUBridge contract.
+type OGPUBridgeInsufficientPower struct {
+	Signed *big.Int
+	Total  *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error InsufficientPower(uint256 signed, uint256 total)
+func OGPUBridgeInsufficientPowerErrorID() common.Hash {
+	return common.HexToHash("0x00bfb6abc91300e23f23fef9f8adbfb149cb9bb556ab8e6efed6c3856e12d198")
+}
+
+// UnpackInsufficientPowerError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error InsufficientPower(uint256 signed, uint256 total)
+func (oGPUBridge *OGPUBridge) UnpackInsufficientPowerError(raw []byte) (*OGPUBridgeInsufficientPower, error) {
+	out := new(OGPUBridgeInsufficientPower)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "InsufficientPower", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeInvalidSignature represents a InvalidSignature error raised by the OGPUBridge contract.
+type OGPUBridgeInvalidSignature struct {
+	Index *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error InvalidSignature(uint256 index)
+func OGPUBridgeInvalidSignatureErrorID() common.Hash {
+	return common.HexToHash("0x52bf9848f4f569cd5e845a26f8524878f8ac004dcaace7433d78683624c84a76")
+}
+
+// UnpackInvalidSignatureError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error InvalidSignature(uint256 index)
+func (oGPUBridge *OGPUBridge) UnpackInvalidSignatureError(raw []byte) (*OGPUBridgeInvalidSignature, error) {
+	out := new(OGPUBridgeInvalidSignature)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "InvalidSignature", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeInvalidV represents a InvalidV error raised by the OGPUBridge contract.
+type OGPUBridgeInvalidV struct {
+	Index *big.Int
+	V     uint8
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error InvalidV(uint256 index, uint8 v)
+func OGPUBridgeInvalidVErrorID() common.Hash {
+	return common.HexToHash("0xd52fd00c7e3785d60ea7c2691f11a16351bf710a51c1900de31cbf7cf9b74b63")
+}
+
+// UnpackInvalidVError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error InvalidV(uint256 index, uint8 v)
+func (oGPUBridge *OGPUBridge) UnpackInvalidVError(raw []byte) (*OGPUBridgeInvalidV, error) {
+	out := new(OGPUBridgeInvalidV)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "InvalidV", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeInvalidValidator represents a InvalidValidator error raised by the OGPUBridge contract.
+type OGPUBridgeInvalidValidator struct {
+	Index *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error InvalidValidator(uint256 index)
+func OGPUBridgeInvalidValidatorErrorID() common.Hash {
+	return common.HexToHash("0xddb2cb601bacc3767ae05100627384ecbdb4ed4716edf66ed3fca946dc60f9f2")
+}
+
+// UnpackInvalidValidatorError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error InvalidValidator(uint256 index)
+func (oGPUBridge *OGPUBridge) UnpackInvalidValidatorError(raw []byte) (*OGPUBridgeInvalidValidator, error) {
+	out := new(OGPUBridgeInvalidValidator)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "InvalidValidator", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeMalformedValset represents a MalformedValset error raised by the OGPUBridge contract.
+type OGPUBridgeMalformedValset struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error MalformedValset()
+func OGPUBridgeMalformedValsetErrorID() common.Hash {
+	return common.HexToHash("0x8420f3b2e4f6e933d4f83d33e230061d6cca2908c0efd524993a7472e0f9d97d")
+}
+
+// UnpackMalformedValsetError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error MalformedValset()
+func (oGPUBridge *OGPUBridge) UnpackMalformedValsetError(raw []byte) (*OGPUBridgeMalformedValset, error) {
+	out := new(OGPUBridgeMalformedValset)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "MalformedValset", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeSafeERC20FailedOperation represents a SafeERC20FailedOperation error raised by the OGPUBridge contract.
+type OGPUBridgeSafeERC20FailedOperation struct {
+	Token common.Address
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error SafeERC20FailedOperation(address token)
+func OGPUBridgeSafeERC20FailedOperationErrorID() common.Hash {
+	return common.HexToHash("0x5274afe73c98b4749fc91ffae6b7b574e7842cb2144a159e9377a5f20b32edf9")
+}
+
+// UnpackSafeERC20FailedOperationError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error SafeERC20FailedOperation(address token)
+func (oGPUBridge *OGPUBridge) UnpackSafeERC20FailedOperationError(raw []byte) (*OGPUBridgeSafeERC20FailedOperation, error) {
+	out := new(OGPUBridgeSafeERC20FailedOperation)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "SafeERC20FailedOperation", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeSignatureCount represents a SignatureCount error raised by the OGPUBridge contract.
+type OGPUBridgeSignatureCount struct {
+	Given *big.Int
+	Want  *big.Int
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error SignatureCount(uint256 given, uint256 want)
+func OGPUBridgeSignatureCountErrorID() common.Hash {
+	return common.HexToHash("0x27cd5f1227f7d030b067f23d940162f61941aa88011ade13140b695988f26f7a")
+}
+
+// UnpackSignatureCountError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error SignatureCount(uint256 given, uint256 want)
+func (oGPUBridge *OGPUBridge) UnpackSignatureCountError(raw []byte) (*OGPUBridgeSignatureCount, error) {
+	out := new(OGPUBridgeSignatureCount)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "SignatureCount", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeWrongCheckpoint represents a WrongCheckpoint error raised by the OGPUBridge contract.
+type OGPUBridgeWrongCheckpoint struct {
+	Given  [32]byte
+	Stored [32]byte
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error WrongCheckpoint(bytes32 given, bytes32 stored)
+func OGPUBridgeWrongCheckpointErrorID() common.Hash {
+	return common.HexToHash("0x604b7279622639702a487862605483bdae971b74cb0dc6831f91f0a4dd85bb8a")
+}
+
+// UnpackWrongCheckpointError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error WrongCheckpoint(bytes32 given, bytes32 stored)
+func (oGPUBridge *OGPUBridge) UnpackWrongCheckpointError(raw []byte) (*OGPUBridgeWrongCheckpoint, error) {
+	out := new(OGPUBridgeWrongCheckpoint)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "WrongCheckpoint", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeWrongValsetNonce represents a WrongValsetNonce error raised by the OGPUBridge contract.
+type OGPUBridgeWrongValsetNonce struct {
+	Given uint64
+	Want  uint64
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error WrongValsetNonce(uint64 given, uint64 want)
+func OGPUBridgeWrongValsetNonceErrorID() common.Hash {
+	return common.HexToHash("0xe692aec18c3625977fc8e859e0d9e24542089384cdb130dc18a0ecd1b39caad8")
+}
+
+// UnpackWrongValsetNonceError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error WrongValsetNonce(uint64 given, uint64 want)
+func (oGPUBridge *OGPUBridge) UnpackWrongValsetNonceError(raw []byte) (*OGPUBridgeWrongValsetNonce, error) {
+	out := new(OGPUBridgeWrongValsetNonce)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "WrongValsetNonce", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeZeroAddress represents a ZeroAddress error raised by the OGPUBridge contract.
+type OGPUBridgeZeroAddress struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ZeroAddress()
+func OGPUBridgeZeroAddressErrorID() common.Hash {
+	return common.HexToHash("0xd92e233df2717d4a40030e20904abd27b68fcbeede117eaaccbbdac9618c8c73")
+}
+
+// UnpackZeroAddressError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ZeroAddress()
+func (oGPUBridge *OGPUBridge) UnpackZeroAddressError(raw []byte) (*OGPUBridgeZeroAddress, error) {
+	out := new(OGPUBridgeZeroAddress)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "ZeroAddress", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeZeroAmount represents a ZeroAmount error raised by the OGPUBridge contract.
+type OGPUBridgeZeroAmount struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error ZeroAmount()
+func OGPUBridgeZeroAmountErrorID() common.Hash {
+	return common.HexToHash("0x1f2a2005cb66a8e145327e8814e243a0996aec9bfe1e15a495778b1236dbd485")
+}
+
+// UnpackZeroAmountError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error ZeroAmount()
+func (oGPUBridge *OGPUBridge) UnpackZeroAmountError(raw []byte) (*OGPUBridgeZeroAmount, error) {
+	out := new(OGPUBridgeZeroAmount)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "ZeroAmount", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OGPUTokenMetaData contains all meta data concerning the OGPUToken contract.
 var OGPUTokenMetaData = bind.MetaData{
 	ABI: "[{\"inputs\":[{\"internalType\":\"address\",\"name\":\"initialOwner\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"holder\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"treasury_\",\"type\":\"address\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"allowance\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"needed\",\"type\":\"uint256\"}],\"name\":\"ERC20InsufficientAllowance\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"sender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"balance\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"needed\",\"type\":\"uint256\"}],\"name\":\"ERC20InsufficientBalance\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"approver\",\"type\":\"address\"}],\"name\":\"ERC20InvalidApprover\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"receiver\",\"type\":\"address\"}],\"name\":\"ERC20InvalidReceiver\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"sender\",\"type\":\"address\"}],\"name\":\"ERC20InvalidSender\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"}],\"name\":\"ERC20InvalidSpender\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"}],\"name\":\"OwnableInvalidOwner\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"}],\"name\":\"OwnableUnauthorizedAccount\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"currentBps\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"requestedBps\",\"type\":\"uint256\"}],\"name\":\"TaxCanOnlyGoDown\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"TaxIsRemovedForever\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Approval\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"bool\",\"name\":\"isExempt\",\"type\":\"bool\"}],\"name\":\"ExemptSet\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"previousOwner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"OwnershipTransferStarted\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"previousOwner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"OwnershipTransferred\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"pair\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"bool\",\"name\":\"isPair\",\"type\":\"bool\"}],\"name\":\"PairSet\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"oldBps\",\"type\":\"uint256\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"newBps\",\"type\":\"uint256\"}],\"name\":\"TaxLowered\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[],\"name\":\"TaxRemovedForever\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Transfer\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"oldTreasury\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"newTreasury\",\"type\":\"address\"}],\"name\":\"TreasurySet\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"MAX_TAX_BPS\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"TOTAL_SUPPLY\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"acceptOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"}],\"name\":\"allowance\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"approve\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"}],\"name\":\"balanceOf\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"decimals\",\"outputs\":[{\"internalType\":\"uint8\",\"name\":\"\",\"type\":\"uint8\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"isExempt\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"isPair\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"newBps\",\"type\":\"uint256\"}],\"name\":\"lowerTax\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"name\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"owner\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"pendingOwner\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"removeTaxForever\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"renounceOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"account\",\"type\":\"address\"},{\"internalType\":\"bool\",\"name\":\"exempt\",\"type\":\"bool\"}],\"name\":\"setExempt\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"pair\",\"type\":\"address\"},{\"internalType\":\"bool\",\"name\":\"registered\",\"type\":\"bool\"}],\"name\":\"setPair\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"newTreasury\",\"type\":\"address\"}],\"name\":\"setTreasury\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"symbol\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"taxBps\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"taxRemovedForever\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"totalSupply\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transfer\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transferFrom\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"newOwner\",\"type\":\"address\"}],\"name\":\"transferOwnership\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"treasury\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
