@@ -259,10 +259,6 @@ func wantErr[T any](t *testing.T, got any) *T {
 	return v
 }
 
-func (e *bridgeEnv) withdrawTx(c *bind.BoundContract, set OGPUBridgeValset, nonce uint64, to common.Address, amount *big.Int, s []OGPUBridgeSig) []byte {
-	return e.br.PackWithdraw(set, nonce, to, amount, s)
-}
-
 // TestBridgeDigestsMatchGo: the contract's domain, withdrawal digest and
 // checkpoint are exactly what Go computes from (chain id, bridge address,
 // app chain id): the app-chain signers can build them without the EVM, and
@@ -293,5 +289,162 @@ func TestBridgeDigestsMatchGo(t *testing.T) {
 	}
 	if g := goCheckpoint(t, d, e.set); cp != g {
 		t.Fatalf("stored checkpoint %x, Go %x", cp, g)
+	}
+}
+
+func (e *bridgeEnv) deposited(r *types.Receipt) *OGPUBridgeDeposited {
+	e.t.Helper()
+	for _, l := range r.Logs {
+		if l.Address != e.baddr {
+			continue
+		}
+		if ev, err := e.br.UnpackDepositedEvent(l); err == nil {
+			return ev
+		}
+	}
+	e.t.Fatal("no Deposited event")
+	return nil
+}
+
+// TestBridgeDeposit: deposits get nonces 1, 2, 3 with no gap, the event
+// carries what the bridge actually received (its balance difference: here
+// the depositor is a taxed pair, so 95%), and a zero recipient or amount is
+// refused with nothing changed.
+func TestBridgeDeposit(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	e.send(e.holder, e.tok.PackTransfer(e.alice.addr, ogpu(100)))
+	e.send(e.alice, e.tok.PackApprove(e.baddr, ogpu(100)))
+	for n := uint64(1); n <= 3; n++ {
+		before := e.balance(e.baddr)
+		ev := e.deposited(e.bsend(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, ogpu(int64(n)))))
+		if ev.Nonce != n || ev.From != e.alice.addr || ev.Recipient != e.bob.addr || ev.Amount.Cmp(ogpu(int64(n))) != 0 {
+			t.Fatalf("deposit %d: event %+v", n, ev)
+		}
+		if d := new(big.Int).Sub(e.balance(e.baddr), before); d.Cmp(ev.Amount) != 0 {
+			t.Fatalf("deposit %d: bridge got %s, event says %s", n, d, ev.Amount)
+		}
+	}
+	// A transfer that the token taxes (alice registered as a pair, neither
+	// side exempt): the event must say 95%, not the amount asked.
+	e.send(e.owner, e.tok.PackSetPair(e.alice.addr, true))
+	before := e.balance(e.baddr)
+	ev := e.deposited(e.bsend(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, ogpu(20))))
+	if ev.Nonce != 4 || ev.Amount.Cmp(ogpu(19)) != 0 {
+		t.Fatalf("taxed deposit: event nonce %d amount %s, want 4 and 19 oGPU", ev.Nonce, ev.Amount)
+	}
+	if d := new(big.Int).Sub(e.balance(e.baddr), before); d.Cmp(ogpu(19)) != 0 {
+		t.Fatalf("taxed deposit: bridge got %s", d)
+	}
+	wantErr[OGPUBridgeZeroAddress](t, e.brefused(e.bc, e.alice, e.br.PackDeposit(common.Address{}, ogpu(1))))
+	wantErr[OGPUBridgeZeroAmount](t, e.brefused(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, big.NewInt(0))))
+	// Nothing approved left for bob: the transfer fails, the nonce stays.
+	e.brefused(e.bc, e.bob, e.br.PackDeposit(e.bob.addr, ogpu(1)))
+	ev = e.deposited(e.bsend(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, ogpu(1))))
+	if ev.Nonce != 5 {
+		t.Fatalf("after refusals the next nonce is %d, want 5", ev.Nonce)
+	}
+}
+
+// TestBridgeWithdrawThreshold: with powers 1000, 1000, 999, 1 (total 3000),
+// signers holding exactly 2000 (= 2/3) are refused, 2001 accepted; the
+// recipient is paid once and Withdrawn is emitted.
+func TestBridgeWithdrawThreshold(t *testing.T) {
+	e := newBridgeEnv(t, 1000, 1000, 999, 1)
+	d := goWithdrawDigest(t, e.domain(e.bc), 1, e.bob.addr, ogpu(10))
+	for _, signers := range [][]int{{0, 1}, {0, 2, 3}, {1, 2, 3}, {0}, {}} {
+		got := wantErr[OGPUBridgeInsufficientPower](t,
+			e.brefused(e.bc, e.x, e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(10), sigs(t, d, e.vals, signers...))))
+		if got.Total.Int64() != 3000 {
+			t.Fatalf("signers %v: %+v", signers, got)
+		}
+	}
+	r := e.bsend(e.bc, e.x, e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(10), sigs(t, d, e.vals, 0, 1, 3)))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(10)) != 0 {
+		t.Fatalf("bob has %s after the withdrawal, want 10 oGPU", b)
+	}
+	var ev *OGPUBridgeWithdrawn
+	for _, l := range r.Logs {
+		if x, err := e.br.UnpackWithdrawnEvent(l); err == nil && l.Address == e.baddr {
+			ev = x
+		}
+	}
+	if ev == nil || ev.Nonce != 1 || ev.To != e.bob.addr || ev.Amount.Cmp(ogpu(10)) != 0 {
+		t.Fatalf("Withdrawn event %+v", ev)
+	}
+}
+
+// TestBridgeWithdrawOnceAnyOrder: nonces 3, 1, 2 all execute; a second
+// execution of any of them is refused, also with other signers or V in
+// {0,1}; a zero recipient or amount is refused.
+func TestBridgeWithdrawOnceAnyOrder(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1, 1)
+	dom := e.domain(e.bc)
+	for _, n := range []uint64{3, 1, 2} {
+		d := goWithdrawDigest(t, dom, n, e.alice.addr, ogpu(int64(n)))
+		e.bsend(e.bc, e.x, e.br.PackWithdraw(e.set, n, e.alice.addr, ogpu(int64(n)), sigs(t, d, e.vals, 0, 1, 2)))
+	}
+	if b := e.balance(e.alice.addr); b.Cmp(ogpu(6)) != 0 {
+		t.Fatalf("alice has %s, want 6 oGPU", b)
+	}
+	for _, n := range []uint64{1, 2, 3} {
+		d := goWithdrawDigest(t, dom, n, e.alice.addr, ogpu(int64(n)))
+		raw := sigs(t, d, e.vals, 1, 2, 3)
+		for i := 1; i <= 3; i++ {
+			raw[i].V -= 27
+		}
+		got := wantErr[OGPUBridgeAlreadyExecuted](t,
+			e.brefused(e.bc, e.x, e.br.PackWithdraw(e.set, n, e.alice.addr, ogpu(int64(n)), raw)))
+		if got.Nonce != n {
+			t.Fatalf("AlreadyExecuted(%d), want %d", got.Nonce, n)
+		}
+	}
+	d := goWithdrawDigest(t, dom, 4, common.Address{}, ogpu(1))
+	wantErr[OGPUBridgeZeroAddress](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(e.set, 4, common.Address{}, ogpu(1), sigs(t, d, e.vals, 0, 1, 2, 3))))
+	d = goWithdrawDigest(t, dom, 4, e.alice.addr, big.NewInt(0))
+	wantErr[OGPUBridgeZeroAmount](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(e.set, 4, e.alice.addr, big.NewInt(0), sigs(t, d, e.vals, 0, 1, 2, 3))))
+}
+
+// TestBridgeSignatureForms: V 0/1 is accepted as 27/28; a signature from a
+// key outside the set, one over another amount, a high-s twin of a valid
+// signature, a V of 29 and a wrong signature count are refused.
+func TestBridgeSignatureForms(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	d := goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(5))
+	all := func() []OGPUBridgeSig { return sigs(t, d, e.vals, 0, 1, 2) }
+	w := func(s []OGPUBridgeSig) []byte { return e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(5), s) }
+
+	forged := all()
+	forged[1] = signRaw(t, d, e.x.key) // x is no validator
+	forged[1].V += 27
+	if got := wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x, w(forged))); got.Index.Int64() != 1 {
+		t.Fatalf("forged: %+v", got)
+	}
+	other := all()
+	other[2] = sigs(t, goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(500)), e.vals, 2)[2]
+	wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x, w(other)))
+
+	// The high-s twin (s' = n - s, V flipped) recovers the same signer under
+	// plain ecrecover; OpenZeppelin's ECDSA must refuse it.
+	high := all()
+	n := crypto.S256().Params().N
+	s := new(big.Int).SetBytes(high[0].S[:])
+	new(big.Int).Sub(n, s).FillBytes(high[0].S[:])
+	high[0].V = 27 + 28 - high[0].V
+	if got := wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x, w(high))); got.Index.Int64() != 0 {
+		t.Fatalf("high-s: %+v", got)
+	}
+	badV := all()
+	badV[2].V = 29
+	wantErr[OGPUBridgeInvalidV](t, e.brefused(e.bc, e.x, w(badV)))
+	wantErr[OGPUBridgeSignatureCount](t, e.brefused(e.bc, e.x, w(all()[:2])))
+
+	raw := all()
+	for i := range raw {
+		raw[i].V -= 27
+	}
+	e.bsend(e.bc, e.x, w(raw))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(5)) != 0 {
+		t.Fatalf("bob has %s, want 5 oGPU", b)
 	}
 }
