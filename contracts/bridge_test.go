@@ -448,3 +448,142 @@ func TestBridgeSignatureForms(t *testing.T) {
 		t.Fatalf("bob has %s, want 5 oGPU", b)
 	}
 }
+
+// TestBridgeCrossDomainReplay: signatures valid on one bridge are refused by
+// a second deployment with the same token, app chain id and validator set
+// (other address), and by a bridge built for another app chain id.
+func TestBridgeCrossDomainReplay(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	addr2, c2 := e.deployBridge(e.appChain, e.set)
+	addr3, c3 := e.deployBridge(crypto.Keccak256Hash([]byte("ogpu-other-1")), e.set)
+	for _, a := range []common.Address{addr2, addr3} {
+		e.send(e.holder, e.tok.PackTransfer(a, ogpu(1000)))
+	}
+	d := goWithdrawDigest(t, e.domain(e.bc), 1, e.bob.addr, ogpu(5))
+	ss := sigs(t, d, e.vals, 0, 1, 2)
+	call := e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(5), ss)
+	for _, c := range []*bind.BoundContract{c2, c3} {
+		wantErr[OGPUBridgeInvalidSignature](t, e.brefused(c, e.x, call))
+	}
+	// Valset updates replay the same way.
+	_, next := newValidators(t, 1, 1, 1)
+	next.Nonce = 1
+	up := e.br.PackUpdateValset(e.set, next, sigs(t, goCheckpoint(t, e.domain(e.bc), next), e.vals, 0, 1, 2))
+	for _, c := range []*bind.BoundContract{c2, c3} {
+		wantErr[OGPUBridgeInvalidSignature](t, e.brefused(c, e.x, up))
+	}
+	e.bsend(e.bc, e.x, call)
+	e.bsend(e.bc, e.x, up)
+}
+
+// TestBridgeValsetRules: a current set that does not hash to the stored
+// checkpoint is refused; a next set that is unsorted, has a duplicate, a zero
+// address, a zero power, mismatched lengths or nonce +2 is refused; the
+// constructor refuses unsorted and duplicate sets too.
+func TestBridgeValsetRules(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	_, good := newValidators(t, 5, 5, 5)
+	good.Nonce = 1
+	up := func(cur, next OGPUBridgeValset) []byte {
+		return e.br.PackUpdateValset(cur, next, sigs(t, goCheckpoint(t, dom, next), e.vals, 0, 1, 2))
+	}
+	clone := func(vs OGPUBridgeValset) OGPUBridgeValset {
+		return OGPUBridgeValset{append([]common.Address(nil), vs.Validators...), append([]uint32(nil), vs.Powers...), vs.Nonce}
+	}
+
+	wrongPower := clone(e.set)
+	wrongPower.Powers[0] = 100 // would make validator 0 alone > 2/3
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, up(wrongPower, good)))
+	wrongNonce := clone(e.set)
+	wrongNonce.Nonce = 1
+	next2 := clone(good)
+	next2.Nonce = 2
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, up(wrongNonce, next2)))
+	wd := goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(1))
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(wrongPower, 1, e.bob.addr, ogpu(1), sigs(t, wd, e.vals, 0))))
+
+	skip := clone(good)
+	skip.Nonce = 2
+	got := wantErr[OGPUBridgeWrongValsetNonce](t, e.brefused(e.bc, e.x, up(e.set, skip)))
+	if got.Given != 2 || got.Want != 1 {
+		t.Fatalf("nonce +2: %+v", got)
+	}
+	same := clone(good)
+	same.Nonce = 0
+	wantErr[OGPUBridgeWrongValsetNonce](t, e.brefused(e.bc, e.x, up(e.set, same)))
+
+	unsorted := clone(good)
+	unsorted.Validators[0], unsorted.Validators[2] = unsorted.Validators[2], unsorted.Validators[0]
+	wantErr[OGPUBridgeInvalidValidator](t, e.brefused(e.bc, e.x, up(e.set, unsorted)))
+	dup := clone(good)
+	dup.Validators[1] = dup.Validators[0]
+	wantErr[OGPUBridgeInvalidValidator](t, e.brefused(e.bc, e.x, up(e.set, dup)))
+	zeroAddr := clone(good)
+	zeroAddr.Validators[0] = common.Address{}
+	wantErr[OGPUBridgeInvalidValidator](t, e.brefused(e.bc, e.x, up(e.set, zeroAddr)))
+	zeroPow := clone(good)
+	zeroPow.Powers[1] = 0
+	wantErr[OGPUBridgeInvalidValidator](t, e.brefused(e.bc, e.x, up(e.set, zeroPow)))
+	short := clone(good)
+	short.Powers = short.Powers[:2]
+	wantErr[OGPUBridgeMalformedValset](t, e.brefused(e.bc, e.x, up(e.set, short)))
+	wantErr[OGPUBridgeMalformedValset](t, e.brefused(e.bc, e.x, up(e.set, OGPUBridgeValset{Nonce: 1})))
+
+	for name, vs := range map[string]OGPUBridgeValset{"unsorted": unsorted, "duplicate": dup} {
+		if _, _, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
+			e.br.PackConstructor(e.addr, e.appChain, vs)); err == nil {
+			t.Fatalf("constructor accepted a %s set", name)
+		}
+	}
+	e.bsend(e.bc, e.x, up(e.set, good))
+}
+
+// TestBridgeValsetUpdate: the current set signs the next one (nonce + 1);
+// afterwards withdrawals signed by the old set are refused (passed as the
+// old set: wrong checkpoint; passed as the new set: bad signatures) and the
+// new set's are accepted; the next update must be signed by the new set.
+func TestBridgeValsetUpdate(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	newVals, next := newValidators(t, 3, 3, 2, 1)
+	next.Nonce = 1
+	cp := goCheckpoint(t, dom, next)
+	// 2 of 3 old signers: exactly 2/3, refused.
+	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, cp, e.vals, 0, 2))))
+	r := e.bsend(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, cp, e.vals, 0, 1, 2)))
+	var ev *OGPUBridgeValsetUpdated
+	for _, l := range r.Logs {
+		if x, err := e.br.UnpackValsetUpdatedEvent(l); err == nil {
+			ev = x
+		}
+	}
+	if ev == nil || ev.Nonce != 1 || ev.Checkpoint != cp || !reflect.DeepEqual(ev.Validators, next.Validators) || !reflect.DeepEqual(ev.Powers, next.Powers) {
+		t.Fatalf("ValsetUpdated %+v", ev)
+	}
+	st := e.state(e.bc)
+	if st.Checkpoint != cp || st.ValsetNonce != 1 {
+		t.Fatalf("after the update: checkpoint %x nonce %d", st.Checkpoint, st.ValsetNonce)
+	}
+
+	wd := goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(7))
+	old := sigs(t, wd, e.vals, 0, 1, 2)
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(7), old)))
+	padded := append(old, OGPUBridgeSig{})
+	wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(next, 1, e.bob.addr, ogpu(7), padded)))
+	// New set: 3+2 of 9 is not > 2/3; 3+3+1 = 7 of 9 is.
+	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(next, 1, e.bob.addr, ogpu(7), sigs(t, wd, newVals, 0, 2))))
+	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.x, e.br.PackWithdraw(next, 1, e.bob.addr, ogpu(7), sigs(t, wd, newVals, 0, 1))))
+	e.bsend(e.bc, e.x, e.br.PackWithdraw(next, 1, e.bob.addr, ogpu(7), sigs(t, wd, newVals, 0, 1, 3)))
+
+	// The old set can no longer move the set; the new one can.
+	_, third := newValidators(t, 1, 1)
+	third.Nonce = 2
+	cp3 := goCheckpoint(t, dom, third)
+	// The old set (nonce 0) proposing a nonce-1 set again: its checkpoint is gone.
+	replay := OGPUBridgeValset{third.Validators, third.Powers, 1}
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x,
+		e.br.PackUpdateValset(e.set, replay, sigs(t, goCheckpoint(t, dom, replay), e.vals, 0, 1, 2))))
+	wantErr[OGPUBridgeWrongValsetNonce](t, e.brefused(e.bc, e.x, e.br.PackUpdateValset(e.set, third, sigs(t, cp3, e.vals, 0, 1, 2))))
+	e.bsend(e.bc, e.x, e.br.PackUpdateValset(next, third, sigs(t, cp3, newVals, 0, 1, 2, 3)))
+}
