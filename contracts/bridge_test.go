@@ -53,6 +53,7 @@ type bridgeEnv struct {
 	appChain [32]byte
 	vals     []validator
 	set      OGPUBridgeValset
+	guardian account // tokenEnv's pair account; no bridge test registers it as a pair
 }
 
 var testAppChain = crypto.Keccak256Hash([]byte("ogpu-testnet-1"))
@@ -61,6 +62,7 @@ var testAppChain = crypto.Keccak256Hash([]byte("ogpu-testnet-1"))
 func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
 	t.Helper()
 	e := &bridgeEnv{tokenEnv: newTokenEnv(t), br: NewOGPUBridge(), appChain: testAppChain}
+	e.guardian = e.pair
 	e.vals, e.set = newValidators(t, powers...)
 	e.baddr, e.bc = e.deployBridge(e.appChain, e.set)
 	e.send(e.holder, e.tok.PackTransfer(e.baddr, ogpu(1000)))
@@ -70,7 +72,7 @@ func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
 func (e *bridgeEnv) deployBridge(appChain [32]byte, set OGPUBridgeValset) (common.Address, *bind.BoundContract) {
 	e.t.Helper()
 	addr, tx, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-		e.br.PackConstructor(e.addr, appChain, set))
+		e.br.PackConstructor(e.addr, appChain, set, e.guardian.addr))
 	if err != nil {
 		e.t.Fatalf("deploy bridge: %v", err)
 	}
@@ -161,6 +163,8 @@ type bridgeState struct {
 	LastDeposit        uint64
 	Locked, Alice, Bob *big.Int
 	Executed           [8]bool
+	Paused             bool
+	LastUnpause        uint64
 }
 
 func (e *bridgeEnv) state(c *bind.BoundContract) bridgeState {
@@ -180,6 +184,12 @@ func (e *bridgeEnv) state(c *bind.BoundContract) bridgeState {
 		if s.Executed[n], err = bind.Call(c, nil, e.br.PackExecuted(uint64(n)), e.br.UnpackExecuted); err != nil {
 			e.t.Fatal(err)
 		}
+	}
+	if s.Paused, err = bind.Call(c, nil, e.br.PackPaused(), e.br.UnpackPaused); err != nil {
+		e.t.Fatal(err)
+	}
+	if s.LastUnpause, err = bind.Call(c, nil, e.br.PackLastUnpauseNonce(), e.br.UnpackLastUnpauseNonce); err != nil {
+		e.t.Fatal(err)
 	}
 	s.Locked, s.Alice, s.Bob = e.balance(c.Address()), e.balance(e.alice.addr), e.balance(e.bob.addr)
 	return s
@@ -532,7 +542,7 @@ func TestBridgeValsetRules(t *testing.T) {
 
 	for name, vs := range map[string]OGPUBridgeValset{"unsorted": unsorted, "duplicate": dup} {
 		if _, _, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-			e.br.PackConstructor(e.addr, e.appChain, vs)); err == nil {
+			e.br.PackConstructor(e.addr, e.appChain, vs, e.guardian.addr)); err == nil {
 			t.Fatalf("constructor accepted a %s set", name)
 		}
 	}
@@ -586,4 +596,66 @@ func TestBridgeValsetUpdate(t *testing.T) {
 		e.br.PackUpdateValset(e.set, replay, sigs(t, goCheckpoint(t, dom, replay), e.vals, 0, 1, 2))))
 	wantErr[OGPUBridgeWrongValsetNonce](t, e.brefused(e.bc, e.x, e.br.PackUpdateValset(e.set, third, sigs(t, cp3, e.vals, 0, 1, 2))))
 	e.bsend(e.bc, e.x, e.br.PackUpdateValset(next, third, sigs(t, cp3, newVals, 0, 1, 2, 3)))
+}
+
+func goUnpauseDigest(t *testing.T, domain [32]byte, nonce uint64) [32]byte {
+	return crypto.Keccak256Hash(encode(t, []abi.Type{tBytes32, tString, tUint64}, domain, "unpause", nonce))
+}
+
+// TestBridgePause: only the guardian can pause; a pause stops deposits and
+// withdrawals but not valset updates; the guardian cannot unpause; an
+// unpause needs > 2/3 of the current set over (domain, "unpause",
+// lastUnpauseNonce+1), so exactly 2/3, another bridge's signature, or the
+// first unpause's signatures replayed after a second pause are refused.
+func TestBridgePause(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	e.send(e.holder, e.tok.PackTransfer(e.alice.addr, ogpu(10)))
+	e.send(e.alice, e.tok.PackApprove(e.baddr, ogpu(10)))
+	wd := goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(1))
+	withdraw := e.br.PackWithdraw(e.set, 1, e.bob.addr, ogpu(1), sigs(t, wd, e.vals, 0, 1, 2))
+	u1 := func(signers ...int) []byte {
+		return e.br.PackUnpause(e.set, 1, sigs(t, goUnpauseDigest(t, dom, 1), e.vals, signers...))
+	}
+
+	wantErr[OGPUBridgeNotPaused](t, e.brefused(e.bc, e.x, u1(0, 1, 2)))
+	for _, a := range []account{e.owner, e.alice, e.x} {
+		wantErr[OGPUBridgeNotGuardian](t, e.brefused(e.bc, a, e.br.PackPause()))
+	}
+	e.bsend(e.bc, e.guardian, e.br.PackPause())
+	if !e.state(e.bc).Paused {
+		t.Fatal("not paused after pause()")
+	}
+	wantErr[OGPUBridgeIsPaused](t, e.brefused(e.bc, e.guardian, e.br.PackPause()))
+	wantErr[OGPUBridgeIsPaused](t, e.brefused(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, ogpu(1))))
+	wantErr[OGPUBridgeIsPaused](t, e.brefused(e.bc, e.x, withdraw))
+
+	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.guardian, u1(0, 1)))
+	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.guardian, u1()))
+	wantErr[OGPUBridgeWrongUnpauseNonce](t, e.brefused(e.bc, e.x,
+		e.br.PackUnpause(e.set, 2, sigs(t, goUnpauseDigest(t, dom, 2), e.vals, 0, 1, 2))))
+	// Signatures for a second deployment (other address) do not unpause this one.
+	addr2, _ := e.deployBridge(e.appChain, e.set)
+	dom2 := goDomain(t, func() *big.Int { id, _ := e.sim.Client().ChainID(context.Background()); return id }(), addr2, e.appChain)
+	wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x,
+		e.br.PackUnpause(e.set, 1, sigs(t, goUnpauseDigest(t, dom2, 1), e.vals, 0, 1, 2))))
+
+	// Valset updates stay open while paused.
+	newVals, next := newValidators(t, 1, 1, 1)
+	next.Nonce = 1
+	e.bsend(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, goCheckpoint(t, dom, next), e.vals, 0, 1, 2)))
+	// The old set can no longer unpause; the new one can.
+	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, u1(0, 1, 2)))
+	unpause1 := e.br.PackUnpause(next, 1, sigs(t, goUnpauseDigest(t, dom, 1), newVals, 0, 1, 2))
+	e.bsend(e.bc, e.x, unpause1)
+	if st := e.state(e.bc); st.Paused || st.LastUnpause != 1 {
+		t.Fatalf("after unpause: %+v", st)
+	}
+	e.bsend(e.bc, e.alice, e.br.PackDeposit(e.bob.addr, ogpu(1)))
+	e.bsend(e.bc, e.x, e.br.PackWithdraw(next, 1, e.bob.addr, ogpu(1), sigs(t, wd, newVals, 0, 1, 2)))
+
+	// Paused again: the first unpause cannot be replayed.
+	e.bsend(e.bc, e.guardian, e.br.PackPause())
+	wantErr[OGPUBridgeWrongUnpauseNonce](t, e.brefused(e.bc, e.x, unpause1))
+	e.bsend(e.bc, e.x, e.br.PackUnpause(next, 2, sigs(t, goUnpauseDigest(t, dom, 2), newVals, 0, 1, 2)))
 }

@@ -37,6 +37,13 @@ import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/Messa
 /// malformed, or high-s: OpenZeppelin's ECDSA.tryRecover refuses s in the
 /// upper half) reverts the whole call. The call goes through only when the
 /// signed power is strictly more than 2/3 of the total: signed * 3 > total * 2.
+///
+/// Pause. The guardian (an independent key or small multisig) can only
+/// pause(): deposits and withdrawals stop; it can move no funds and cannot
+/// unpause. unpause() needs a > 2/3 signature of the current set over
+///   keccak256(abi.encode(domain, "unpause", nonce)), nonce = lastUnpauseNonce + 1,
+/// so an old unpause signature cannot lift a later pause. Valset updates stay
+/// open while paused: honest validators must be able to rotate out keys.
 contract OGPUBridge {
     using SafeERC20 for IERC20;
 
@@ -69,9 +76,17 @@ contract OGPUBridge {
     uint64 public lastDepositNonce;
     /// @notice executed[n] is true once withdrawal n has been paid out.
     mapping(uint64 => bool) public executed;
+    /// @notice The only key that can pause; it can do nothing else.
+    address public immutable guardian;
+    /// @notice True while deposits and withdrawals are stopped.
+    bool public paused;
+    /// @notice The nonce of the last unpause; the next one signs lastUnpauseNonce + 1.
+    uint64 public lastUnpauseNonce;
 
     event Deposited(uint64 indexed nonce, address indexed from, address recipient, uint256 amount);
     event Withdrawn(uint64 indexed nonce, address indexed to, uint256 amount);
+    event Paused(address indexed guardian);
+    event Unpaused(uint64 indexed nonce);
     event ValsetUpdated(uint64 indexed nonce, bytes32 checkpoint, address[] validators, uint32[] powers);
 
     /// @notice The set is empty, or its validators and powers differ in length.
@@ -93,14 +108,24 @@ contract OGPUBridge {
     /// @notice Withdrawal nonce already paid out.
     error AlreadyExecuted(uint64 nonce);
     error ZeroAddress();
+    /// @notice Deposits and withdrawals are paused until the validators sign an unpause.
+    error IsPaused();
+    /// @notice unpause() while not paused.
+    error NotPaused();
+    /// @notice Only the guardian may pause.
+    error NotGuardian(address caller);
+    /// @notice An unpause must sign lastUnpauseNonce + 1.
+    error WrongUnpauseNonce(uint64 given, uint64 want);
     error ZeroAmount();
 
     /// @param token_ the oGPU token (it should exempt this bridge from its tax).
     /// @param appChainIdHash_ keccak256 of the app-chain's chain id.
     /// @param initial the first validator set (its nonce is usually 0).
-    constructor(IERC20 token_, bytes32 appChainIdHash_, Valset memory initial) {
-        if (address(token_) == address(0)) revert ZeroAddress();
+    /// @param guardian_ the key that may pause (non-zero).
+    constructor(IERC20 token_, bytes32 appChainIdHash_, Valset memory initial, address guardian_) {
+        if (address(token_) == address(0) || guardian_ == address(0)) revert ZeroAddress();
         token = token_;
+        guardian = guardian_;
         appChainIdHash = appChainIdHash_;
         bytes32 d = keccak256(abi.encode("ogpu-bridge-v1", block.chainid, address(this), appChainIdHash_));
         domain = d;
@@ -114,6 +139,7 @@ contract OGPUBridge {
     /// The Deposited event carries what the bridge actually received (its
     /// balance difference), under the next deposit nonce.
     function deposit(address recipient, uint256 amount) external returns (uint64 nonce) {
+        if (paused) revert IsPaused();
         if (recipient == address(0)) revert ZeroAddress();
         if (amount == 0) revert ZeroAmount();
         uint256 before = token.balanceOf(address(this));
@@ -130,6 +156,7 @@ contract OGPUBridge {
     function withdraw(Valset calldata current, uint64 nonce, address to, uint256 amount, Sig[] calldata sigs)
         external
     {
+        if (paused) revert IsPaused();
         if (to == address(0)) revert ZeroAddress();
         if (amount == 0) revert ZeroAmount();
         if (executed[nonce]) revert AlreadyExecuted(nonce);
@@ -151,6 +178,31 @@ contract OGPUBridge {
         valsetCheckpoint = cp;
         valsetNonce = next.nonce;
         emit ValsetUpdated(next.nonce, cp, next.validators, next.powers);
+    }
+
+    /// @notice Stops deposits and withdrawals; only the guardian may call it.
+    function pause() external {
+        if (msg.sender != guardian) revert NotGuardian(msg.sender);
+        if (paused) revert IsPaused();
+        paused = true;
+        emit Paused(msg.sender);
+    }
+
+    /// @notice Lifts a pause, signed by more than 2/3 of the current set over
+    /// unpauseDigest(lastUnpauseNonce + 1).
+    function unpause(Valset calldata current, uint64 nonce, Sig[] calldata sigs) external {
+        if (!paused) revert NotPaused();
+        if (nonce != lastUnpauseNonce + 1) revert WrongUnpauseNonce(nonce, lastUnpauseNonce + 1);
+        _checkCurrent(current);
+        _checkSignatures(current, unpauseDigest(nonce), sigs);
+        lastUnpauseNonce = nonce;
+        paused = false;
+        emit Unpaused(nonce);
+    }
+
+    /// @notice The digest validators sign (in EIP-191 form) to lift a pause.
+    function unpauseDigest(uint64 nonce) public view returns (bytes32) {
+        return keccak256(abi.encode(domain, "unpause", nonce));
     }
 
     /// @notice The digest validators sign (in EIP-191 form) for a withdrawal.
