@@ -40,9 +40,9 @@ type OGPUBridgeValset struct {
 
 // OGPUBridgeMetaData contains all meta data concerning the OGPUBridge contract.
 var OGPUBridgeMetaData = bind.MetaData{
-	ABI: "[{\"inputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"token_\",\"type\":\"address\"},{\"internalType\":\"bytes32\",\"name\":\"appChainIdHash_\",\"type\":\"bytes32\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"initial\",\"type\":\"tuple\"},{\"internalType\":\"address\",\"name\":\"guardian_\",\"type\":\"address\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"AlreadyExecuted\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"signed\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"total\",\"type\":\"uint256\"}],\"name\":\"InsufficientPower\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidSignature\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"}],\"name\":\"InvalidV\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidValidator\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"IsPaused\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"MalformedValset\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"caller\",\"type\":\"address\"}],\"name\":\"NotGuardian\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"NotPaused\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"token\",\"type\":\"address\"}],\"name\":\"SafeERC20FailedOperation\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"given\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"want\",\"type\":\"uint256\"}],\"name\":\"SignatureCount\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"bytes32\",\"name\":\"given\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"stored\",\"type\":\"bytes32\"}],\"name\":\"WrongCheckpoint\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"given\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"want\",\"type\":\"uint64\"}],\"name\":\"WrongUnpauseNonce\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"given\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"want\",\"type\":\"uint64\"}],\"name\":\"WrongValsetNonce\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAmount\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Deposited\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"guardian\",\"type\":\"address\"}],\"name\":\"Paused\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"Unpaused\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":false,\"internalType\":\"bytes32\",\"name\":\"checkpoint\",\"type\":\"bytes32\"},{\"indexed\":false,\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"indexed\":false,\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"}],\"name\":\"ValsetUpdated\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Withdrawn\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"appChainIdHash\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"vs\",\"type\":\"tuple\"}],\"name\":\"checkpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"deposit\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"domain\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"name\":\"executed\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"guardian\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"lastDepositNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"lastUnpauseNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"pause\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"paused\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"token\",\"outputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"unpause\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"unpauseDigest\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"next\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"updateValset\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetCheckpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"withdraw\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"withdrawDigest\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
+	ABI: "[{\"inputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"token_\",\"type\":\"address\"},{\"internalType\":\"bytes32\",\"name\":\"appChainIdHash_\",\"type\":\"bytes32\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"initial\",\"type\":\"tuple\"},{\"internalType\":\"address\",\"name\":\"guardian_\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"outflowCap_\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"largeWithdrawal_\",\"type\":\"uint256\"},{\"internalType\":\"uint64\",\"name\":\"withdrawalDelay_\",\"type\":\"uint64\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"AlreadyExecuted\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"BadLimits\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"signed\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"total\",\"type\":\"uint256\"}],\"name\":\"InsufficientPower\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidSignature\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"}],\"name\":\"InvalidV\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"index\",\"type\":\"uint256\"}],\"name\":\"InvalidValidator\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"IsPaused\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"MalformedValset\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"caller\",\"type\":\"address\"}],\"name\":\"NotGuardian\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"NotPaused\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"NotQueued\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"readyAt\",\"type\":\"uint64\"}],\"name\":\"NotReady\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"token\",\"type\":\"address\"}],\"name\":\"SafeERC20FailedOperation\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint256\",\"name\":\"given\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"want\",\"type\":\"uint256\"}],\"name\":\"SignatureCount\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"bytes32\",\"name\":\"given\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"stored\",\"type\":\"bytes32\"}],\"name\":\"WrongCheckpoint\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"given\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"want\",\"type\":\"uint64\"}],\"name\":\"WrongUnpauseNonce\",\"type\":\"error\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"given\",\"type\":\"uint64\"},{\"internalType\":\"uint64\",\"name\":\"want\",\"type\":\"uint64\"}],\"name\":\"WrongValsetNonce\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAmount\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Deposited\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"guardian\",\"type\":\"address\"}],\"name\":\"Paused\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"Unpaused\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":false,\"internalType\":\"bytes32\",\"name\":\"checkpoint\",\"type\":\"bytes32\"},{\"indexed\":false,\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"indexed\":false,\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"}],\"name\":\"ValsetUpdated\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"},{\"indexed\":false,\"internalType\":\"uint64\",\"name\":\"readyAt\",\"type\":\"uint64\"}],\"name\":\"WithdrawalQueued\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"Withdrawn\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"appChainIdHash\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"vs\",\"type\":\"tuple\"}],\"name\":\"checkpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"recipient\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"deposit\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"domain\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"executeQueued\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"name\":\"executed\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"guardian\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"largeWithdrawal\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"lastDepositNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"lastUnpauseNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"outflowAvailable\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"outflowCap\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"outflowUpdated\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"outflowUsed\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"pause\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"paused\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"name\":\"queued\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"},{\"internalType\":\"uint64\",\"name\":\"readyAt\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"token\",\"outputs\":[{\"internalType\":\"contractIERC20\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"unpause\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"name\":\"unpauseDigest\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"next\",\"type\":\"tuple\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"updateValset\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetCheckpoint\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"valsetNonce\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"components\":[{\"internalType\":\"address[]\",\"name\":\"validators\",\"type\":\"address[]\"},{\"internalType\":\"uint32[]\",\"name\":\"powers\",\"type\":\"uint32[]\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"}],\"internalType\":\"structOGPUBridge.Valset\",\"name\":\"current\",\"type\":\"tuple\"},{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"},{\"components\":[{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"internalType\":\"structOGPUBridge.Sig[]\",\"name\":\"sigs\",\"type\":\"tuple[]\"}],\"name\":\"withdraw\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"uint64\",\"name\":\"nonce\",\"type\":\"uint64\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"amount\",\"type\":\"uint256\"}],\"name\":\"withdrawDigest\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"withdrawalDelay\",\"outputs\":[{\"internalType\":\"uint64\",\"name\":\"\",\"type\":\"uint64\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
 	ID:  "OGPUBridge",
-	Bin: "0x610100604052348015610010575f5ffd5b5060405161207f38038061207f83398101604081905261002f916103bf565b6001600160a01b038416158061004c57506001600160a01b038116155b1561006a5760405163d92e233d60e01b815260040160405180910390fd5b6001600160a01b03848116608090815290821660e090815260c0858152604080516020818101869052600e60a0808401919091526d6f6770752d6272696467652d763160901b83860152468385015230606084015295820189905282518083039094018452930190528051910120908190526100e583610162565b6100ef8184610238565b5f819055604084810151600180546001600160401b0319166001600160401b03909216918217905585516020870151925191937fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab96936101509391929161056b565b60405180910390a25050505050610617565b80515180158061017757508160200151518114155b156101955760405163421079d960e11b815260040160405180910390fd5b5f805b82811015610232575f845f015182815181106101b6576101b661059f565b60200260200101519050826001600160a01b0316816001600160a01b03161115806102035750846020015182815181106101f2576101f261059f565b602002602001015163ffffffff165f145b15610228576040516306ed965b60e51b81526004810183905260240160405180910390fd5b9150600101610198565b50505050565b5f828260400151835f0151846020015160405160200161025b94939291906105b3565b60405160208183030381529060405280519060200120905092915050565b6001600160a01b038116811461028d575f5ffd5b50565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b03811182821017156102c6576102c6610290565b60405290565b604051601f8201601f191681016001600160401b03811182821017156102f4576102f4610290565b604052919050565b5f6001600160401b0382111561031457610314610290565b5060051b60200190565b805161032981610279565b919050565b5f82601f83011261033d575f5ffd5b815161035061034b826102fc565b6102cc565b8082825260208201915060208360051b860101925085831115610371575f5ffd5b602085015b8381101561039f57805163ffffffff81168114610391575f5ffd5b835260209283019201610376565b5095945050505050565b80516001600160401b0381168114610329575f5ffd5b5f5f5f5f608085870312156103d2575f5ffd5b84516103dd81610279565b6020860151604087015191955093506001600160401b038111156103ff575f5ffd5b850160608188031215610410575f5ffd5b6104186102a4565b81516001600160401b0381111561042d575f5ffd5b8201601f8101891361043d575f5ffd5b805161044b61034b826102fc565b8082825260208201915060208360051b85010192508b83111561046c575f5ffd5b6020840193505b8284101561049757835161048681610279565b825260209384019390910190610473565b845250505060208201516001600160401b038111156104b4575f5ffd5b6104c08982850161032e565b6020830152506104d2604083016103a9565b604082015292506104e790506060860161031e565b905092959194509250565b5f8151808452602084019350602083015f5b8281101561052b5781516001600160a01b0316865260209586019590910190600101610504565b5093949350505050565b5f8151808452602084019350602083015f5b8281101561052b57815163ffffffff16865260209586019590910190600101610547565b838152606060208201525f61058360608301856104f2565b82810360408401526105958185610535565b9695505050505050565b634e487b7160e01b5f52603260045260245ffd5b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c082015260018060401b038416604082015260e060608201525f6105fa60e08301856104f2565b828103608084015261060c8185610535565b979650505050505050565b60805160a05160c05160e0516119ef6106905f395f818161016001526108d901525f6102b301525f818161028c015281816107b8015281816108a00152818161097c01528181610a0c0152610bdd01525f81816102da01528181610393015281816104130152818161045c015261068301526119ef5ff3fe608060405234801561000f575f5ffd5b5060043610610111575f3560e01c8063a869fb7a1161009e578063c0d3f6881161006e578063c0d3f68814610274578063c2fb26a614610287578063c8cf9b61146102ae578063fc0c546a146102d5578063fe18342d146102fc575f5ffd5b8063a869fb7a1461020d578063aaa8c76814610227578063b12a114114610249578063b661174a14610261575f5ffd5b80634876783f116100e45780634876783f146101ad5780635c975abb146101c25780636ec5e5dc146101df57806376a518df146101f25780638456cb5914610205575f5ffd5b806306110a761461011557806319b5e24714610130578063452a93201461015b57806347e7ef241461019a575b5f5ffd5b61011d5f5481565b6040519081526020015b60405180910390f35b600154610143906001600160401b031681565b6040516001600160401b039091168152602001610127565b6101827f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b039091168152602001610127565b6101436101a8366004611228565b61030f565b6101c06101bb3660046112c3565b610581565b005b6003546101cf9060ff1681565b6040519015158152602001610127565b6101c06101ed366004611355565b6106ff565b61011d6102003660046113e3565b61089a565b6101c06108ce565b60015461014390600160401b90046001600160401b031681565b6101cf61023536600461141c565b60026020525f908152604090205460ff1681565b6003546101439061010090046001600160401b031681565b61011d61026f36600461143c565b610976565b61011d61028236600461141c565b610a09565b61011d7f000000000000000000000000000000000000000000000000000000000000000081565b61011d7f000000000000000000000000000000000000000000000000000000000000000081565b6101827f000000000000000000000000000000000000000000000000000000000000000081565b6101c061030a366004611476565b610a8b565b6003545f9060ff161561033557604051631309a56360e01b815260040160405180910390fd5b6001600160a01b03831661035c5760405163d92e233d60e01b815260040160405180910390fd5b815f0361037c57604051631f2a200560e01b815260040160405180910390fd5b6040516370a0823160e01b81523060048201525f907f00000000000000000000000000000000000000000000000000000000000000006001600160a01b0316906370a0823190602401602060405180830381865afa1580156103e0573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061040491906114d3565b905061043b6001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016333086610b9b565b6040516370a0823160e01b81523060048201525f9082906001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016906370a0823190602401602060405180830381865afa1580156104a1573d5f5f3e3d5ffd5b505050506040513d601f19601f820116820180604052508101906104c591906114d3565b6104cf91906114fe565b9050805f036104f157604051631f2a200560e01b815260040160405180910390fd5b6001805460089061051190600160401b90046001600160401b0316611511565b82546001600160401b038083166101009490940a84810291021990911617909255604080516001600160a01b03891681526020810185905292955033927f3058c9982050baca4b61c4c19150229f108f491b297706a6e1d190eb8399a974910160405180910390a3505092915050565b60035460ff16156105a557604051631309a56360e01b815260040160405180910390fd5b6001600160a01b0384166105cc5760405163d92e233d60e01b815260040160405180910390fd5b825f036105ec57604051631f2a200560e01b815260040160405180910390fd5b6001600160401b0385165f9081526002602052604090205460ff161561063557604051632853702960e11b81526001600160401b03861660048201526024015b60405180910390fd5b61063e86610bd7565b6106548661064d878787610976565b8484610c39565b6001600160401b0385165f908152600260205260409020805460ff191660011790556106aa6001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000168585610f2f565b836001600160a01b0316856001600160401b03167f0ff23c4cdc2733f56d8f04d7a351c4332a1cd3334287ed5b2e9c6a28da9d3533856040516106ef91815260200190565b60405180910390a3505050505050565b61070f606085016040860161141c565b61071a90600161153b565b6001600160401b0316610733606085016040860161141c565b6001600160401b03161461079857610751606084016040850161141c565b610761606086016040870161141c565b61076c90600161153b565b60405163e692aec160e01b81526001600160401b0392831660048201529116602482015260440161062c565b6107a96107a48461166c565b610f69565b6107b284610bd7565b5f6107e57f00000000000000000000000000000000000000000000000000000000000000006107e08661166c565b611035565b90506107f385828585610c39565b5f819055610807606085016040860161141c565b6001805467ffffffffffffffff19166001600160401b0392909216919091179055610838606085016040860161141c565b6001600160401b03167fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab968261086d8780611747565b61087a60208a018a611747565b60405161088b95949392919061178c565b60405180910390a25050505050565b5f6108c87f00000000000000000000000000000000000000000000000000000000000000006107e08461166c565b92915050565b336001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016146109195760405163a252c15160e01b815233600482015260240161062c565b60035460ff161561093d57604051631309a56360e01b815260040160405180910390fd5b6003805460ff1916600117905560405133907f62e78cea01bee320cd4e420270b5ea74000d11b0c9f74754ebdbfc544b05a258905f90a2565b604080517f0000000000000000000000000000000000000000000000000000000000000000602082015260a0918101829052600860c082015267776974686472617760c01b60e08201526001600160401b03851660608201526001600160a01b03841660808201529081018290525f90610100016040516020818303038152906040528051906020012090509392505050565b5f7f000000000000000000000000000000000000000000000000000000000000000082604051602001610a6e92919091825260606020830181905260079083015266756e706175736560c81b60808301526001600160401b0316604082015260a00190565b604051602081830303815290604052805190602001209050919050565b60035460ff16610aae57604051636cd6020160e01b815260040160405180910390fd5b600354610aca9061010090046001600160401b0316600161153b565b6001600160401b0316836001600160401b031614610b2c576003548390610b009061010090046001600160401b0316600161153b565b60405163097a283f60e01b81526001600160401b0392831660048201529116602482015260440161062c565b610b3584610bd7565b610b428461064d85610a09565b6003805468ffffffffffffffffff19166101006001600160401b03861690810260ff1916919091179091556040517fa0a1b115a3fdd20e32f15353aa316670a8888ae5f76ea442ef0b72527afa4962905f90a250505050565b610ba9848484846001611076565b610bd157604051635274afe760e01b81526001600160a01b038516600482015260240161062c565b50505050565b5f610c057f00000000000000000000000000000000000000000000000000000000000000006107e08461166c565b90505f548114610c35575f5460405163604b727960e01b815261062c918391600401918252602082015260400190565b5050565b5f610c448580611747565b915050818114610c71576040516313e6af8960e11b8152600481018390526024810182905260440161062c565b7f19457468657265756d205369676e6564204d6573736167653a0a3332000000005f908152601c859052603c81209080805b84811015610ee7575f610cb960208b018b611747565b83818110610cc957610cc9611821565b9050602002016020810190610cde9190611835565b63ffffffff169050610cf0818561184e565b93505f888884818110610d0557610d05611821565b610d1b9260206060909202019081019150611861565b905060ff8116158015610d4a5750888884818110610d3b57610d3b611821565b905060600201602001355f5f1b145b8015610d725750888884818110610d6357610d63611821565b905060600201604001355f5f1b145b15610d7e575050610edf565b601b8160ff161015610d9857610d95601b82611881565b90505b8060ff16601b14158015610db057508060ff16601c14155b15610e035782898985818110610dc857610dc8611821565b610dde9260206060909202019081019150611861565b60405163354bf40360e21b8152600481019290925260ff16602482015260440161062c565b5f5f610e4788848d8d89818110610e1c57610e1c611821565b905060600201602001358e8e8a818110610e3857610e38611821565b905060600201604001356110e3565b5090925090505f816003811115610e6057610e6061189a565b141580610ead5750610e728d80611747565b86818110610e8257610e82611821565b9050602002016020810190610e9791906118ae565b6001600160a01b0316826001600160a01b031614155b15610ece57604051630a57f30960e31b81526004810186905260240161062c565b610ed8848761184e565b9550505050505b600101610ca3565b50610ef38260026118c7565b610efe8260036118c7565b11610f255760405162bfb6ab60e01b8152600481018290526024810183905260440161062c565b5050505050505050565b610f3c83838360016111ab565b610f6457604051635274afe760e01b81526001600160a01b038416600482015260240161062c565b505050565b805151801580610f7e57508160200151518114155b15610f9c5760405163421079d960e11b815260040160405180910390fd5b5f805b82811015610bd1575f845f01518281518110610fbd57610fbd611821565b60200260200101519050826001600160a01b0316816001600160a01b031611158061100a575084602001518281518110610ff957610ff9611821565b602002602001015163ffffffff165f145b1561102b576040516306ed965b60e51b81526004810183905260240161062c565b9150600101610f9f565b5f828260400151835f01518460200151604051602001611058949392919061191e565b60405160208183030381529060405280519060200120905092915050565b6040516323b872dd60e01b5f8181526001600160a01b038781166004528616602452604485905291602083606481808c5af1925060015f511483166110d25783831516156110c6573d5f823e3d81fd5b5f883b113d1516831692505b604052505f60605295945050505050565b5f80807f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a084111561111c57505f915060039050826111a1565b604080515f808252602082018084528a905260ff891692820192909252606081018790526080810186905260019060a0016020604051602081039080840390855afa15801561116d573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b03811661119857505f9250600191508290506111a1565b92505f91508190505b9450945094915050565b60405163a9059cbb60e01b5f8181526001600160a01b038616600452602485905291602083604481808b5af1925060015f511483166112015783831516156111f5573d5f823e3d81fd5b5f873b113d1516831692505b60405250949350505050565b80356001600160a01b0381168114611223575f5ffd5b919050565b5f5f60408385031215611239575f5ffd5b6112428361120d565b946020939093013593505050565b5f60608284031215611260575f5ffd5b50919050565b80356001600160401b0381168114611223575f5ffd5b5f5f83601f84011261128c575f5ffd5b5081356001600160401b038111156112a2575f5ffd5b6020830191508360206060830285010111156112bc575f5ffd5b9250929050565b5f5f5f5f5f5f60a087890312156112d8575f5ffd5b86356001600160401b038111156112ed575f5ffd5b6112f989828a01611250565b96505061130860208801611266565b94506113166040880161120d565b93506060870135925060808701356001600160401b03811115611337575f5ffd5b61134389828a0161127c565b979a9699509497509295939492505050565b5f5f5f5f60608587031215611368575f5ffd5b84356001600160401b0381111561137d575f5ffd5b61138987828801611250565b94505060208501356001600160401b038111156113a4575f5ffd5b6113b087828801611250565b93505060408501356001600160401b038111156113cb575f5ffd5b6113d78782880161127c565b95989497509550505050565b5f602082840312156113f3575f5ffd5b81356001600160401b03811115611408575f5ffd5b61141484828501611250565b949350505050565b5f6020828403121561142c575f5ffd5b61143582611266565b9392505050565b5f5f5f6060848603121561144e575f5ffd5b61145784611266565b92506114656020850161120d565b929592945050506040919091013590565b5f5f5f5f60608587031215611489575f5ffd5b84356001600160401b0381111561149e575f5ffd5b6114aa87828801611250565b9450506114b960208601611266565b925060408501356001600160401b038111156113cb575f5ffd5b5f602082840312156114e3575f5ffd5b5051919050565b634e487b7160e01b5f52601160045260245ffd5b818103818111156108c8576108c86114ea565b5f6001600160401b0382166001600160401b038103611532576115326114ea565b60010192915050565b6001600160401b0381811683821601908111156108c8576108c86114ea565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b03811182821017156115905761159061155a565b60405290565b604051601f8201601f191681016001600160401b03811182821017156115be576115be61155a565b604052919050565b5f6001600160401b038211156115de576115de61155a565b5060051b60200190565b803563ffffffff81168114611223575f5ffd5b5f82601f83011261160a575f5ffd5b813561161d611618826115c6565b611596565b8082825260208201915060208360051b86010192508583111561163e575f5ffd5b602085015b8381101561166257611654816115e8565b835260209283019201611643565b5095945050505050565b5f6060823603121561167c575f5ffd5b61168461156e565b82356001600160401b03811115611699575f5ffd5b830136601f8201126116a9575f5ffd5b80356116b7611618826115c6565b8082825260208201915060208360051b8501019250368311156116d8575f5ffd5b6020840193505b82841015611701576116f08461120d565b8252602093840193909101906116df565b845250505060208301356001600160401b0381111561171e575f5ffd5b61172a368286016115fb565b60208301525061173c60408401611266565b604082015292915050565b5f5f8335601e1984360301811261175c575f5ffd5b8301803591506001600160401b03821115611775575f5ffd5b6020019150600581901b36038213156112bc575f5ffd5b85815260606020820181905281018490525f8560808301825b878110156117d3576001600160a01b036117be8461120d565b168252602092830192909101906001016117a5565b5083810360408501528481526020019050845f5b858110156118135763ffffffff6117fd836115e8565b16835260209283019291909101906001016117e7565b509098975050505050505050565b634e487b7160e01b5f52603260045260245ffd5b5f60208284031215611845575f5ffd5b611435826115e8565b808201808211156108c8576108c86114ea565b5f60208284031215611871575f5ffd5b813560ff81168114611435575f5ffd5b60ff81811683821601908111156108c8576108c86114ea565b634e487b7160e01b5f52602160045260245ffd5b5f602082840312156118be575f5ffd5b6114358261120d565b80820281158282048414176108c8576108c86114ea565b5f8151808452602084019350602083015f5b8281101561191457815163ffffffff168652602095860195909101906001016118f0565b5093949350505050565b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c08201525f60e082016001600160401b038616604084015260e06060840152808551808352610100850191506020870192505f5b818110156119995783516001600160a01b0316835260209384019390920191600101611972565b505083810360808501526119ad81866118de565b9897505050505050505056fea26469706673582212209b0e03b69e7d55ae951139c0fdf2d6ed5f563b501a029ac5439b7892711a946e64736f6c63430008250033",
+	Bin: "0x610160604052348015610010575f5ffd5b5060405161270538038061270583398101604081905261002f91610430565b6001600160a01b038716158061004c57506001600160a01b038416155b1561006a5760405163d92e233d60e01b815260040160405180910390fd5b821580610075575081155b8061008757506001600160401b038116155b156100a5576040516301088d4f60e51b815260040160405180910390fd5b6101008390526101208290526001600160401b0381811661014052600580546001600160401b031916429092169190911790556001600160a01b03878116608090815290851660e090815260c0888152604080516020818101869052600e60a0838101919091526d6f6770752d6272696467652d763160901b8386015246838501523060608401529582018c90528251808303909401845293019052805191012090819052610153866101d3565b61015d81876102a9565b5f819055604087810151600180546001600160401b0319166001600160401b039092169182179055885160208a0151925191937fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab96936101be939192916105ff565b60405180910390a250505050505050506106ab565b8051518015806101e857508160200151518114155b156102065760405163421079d960e11b815260040160405180910390fd5b5f805b828110156102a3575f845f0151828151811061022757610227610633565b60200260200101519050826001600160a01b0316816001600160a01b031611158061027457508460200151828151811061026357610263610633565b602002602001015163ffffffff165f145b15610299576040516306ed965b60e51b81526004810183905260240160405180910390fd5b9150600101610209565b50505050565b5f828260400151835f015184602001516040516020016102cc9493929190610647565b60405160208183030381529060405280519060200120905092915050565b6001600160a01b03811681146102fe575f5ffd5b50565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b038111828210171561033757610337610301565b60405290565b604051601f8201601f191681016001600160401b038111828210171561036557610365610301565b604052919050565b5f6001600160401b0382111561038557610385610301565b5060051b60200190565b805161039a816102ea565b919050565b5f82601f8301126103ae575f5ffd5b81516103c16103bc8261036d565b61033d565b8082825260208201915060208360051b8601019250858311156103e2575f5ffd5b602085015b8381101561041057805163ffffffff81168114610402575f5ffd5b8352602092830192016103e7565b5095945050505050565b80516001600160401b038116811461039a575f5ffd5b5f5f5f5f5f5f5f60e0888a031215610446575f5ffd5b8751610451816102ea565b602089015160408a015191985096506001600160401b03811115610473575f5ffd5b88016060818b031215610484575f5ffd5b61048c610315565b81516001600160401b038111156104a1575f5ffd5b8201601f81018c136104b1575f5ffd5b80516104bf6103bc8261036d565b8082825260208201915060208360051b85010192508e8311156104e0575f5ffd5b6020840193505b8284101561050b5783516104fa816102ea565b8252602093840193909101906104e7565b845250505060208201516001600160401b03811115610528575f5ffd5b6105348c82850161039f565b6020830152506105466040830161041a565b6040820152955061055b90506060890161038f565b608089015160a08a01519195509350915061057860c0890161041a565b905092959891949750929550565b5f8151808452602084019350602083015f5b828110156105bf5781516001600160a01b0316865260209586019590910190600101610598565b5093949350505050565b5f8151808452602084019350602083015f5b828110156105bf57815163ffffffff168652602095860195909101906001016105db565b838152606060208201525f6106176060830185610586565b828103604084015261062981856105c9565b9695505050505050565b634e487b7160e01b5f52603260045260245ffd5b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c082015260018060401b038416604082015260e060608201525f61068e60e0830185610586565b82810360808401526106a081856105c9565b979650505050505050565b60805160a05160c05160e051610100516101205161014051611f9961076c5f395f818161036b0152610a2501525f81816102a701526109c501525f81816101d6015281816109ef01528181610f71015261148601525f81816102250152610db001525f61043c01525f818161041501528181610c8f01528181610d7701528181610e5301528181610ee3015261112601525f818161046b015281816105d1015281816106db0152818161075b015281816107a40152610b500152611f995ff3fe608060405234801561000f575f5ffd5b5060043610610187575f3560e01c80638990f103116100d9578063b956df7011610093578063c8cf9b611161006e578063c8cf9b6114610437578063f4b239bc1461045e578063fc0c546a14610466578063fe18342d1461048d575f5ffd5b8063b956df70146103f4578063c0d3f688146103fd578063c2fb26a614610410575f5ffd5b80638990f103146102f7578063a7ab696114610366578063a869fb7a1461038d578063aaa8c768146103a7578063b12a1141146103c9578063b661174a146103e1575f5ffd5b806347e7ef24116101445780635d3ab3611161011f5780635d3ab361146102a25780636ec5e5dc146102c957806376a518df146102dc5780638456cb59146102ef575f5ffd5b806347e7ef241461025f5780634876783f146102725780635c975abb14610285575f5ffd5b806306110a761461018b57806309c767c5146101a65780630d1f84dd146101d157806319b5e247146101f85780632768a98b1461020b578063452a932014610220575b5f5ffd5b6101935f5481565b6040519081526020015b60405180910390f35b6005546101b9906001600160401b031681565b6040516001600160401b03909116815260200161019d565b6101937f000000000000000000000000000000000000000000000000000000000000000081565b6001546101b9906001600160401b031681565b61021e6102193660046117b3565b6104a0565b005b6102477f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b03909116815260200161019d565b6101b961026d3660046117e9565b610657565b61021e61028036600461186e565b6108c9565b6003546102929060ff1681565b604051901515815260200161019d565b6101937f000000000000000000000000000000000000000000000000000000000000000081565b61021e6102d7366004611900565b610bd6565b6101936102ea36600461198e565b610d71565b61021e610da5565b6103386103053660046117b3565b60066020525f90815260409020805460018201546002909201546001600160a01b0390911691906001600160401b031683565b604080516001600160a01b03909416845260208401929092526001600160401b03169082015260600161019d565b6101b97f000000000000000000000000000000000000000000000000000000000000000081565b6001546101b990600160401b90046001600160401b031681565b6102926103b53660046117b3565b60026020525f908152604090205460ff1681565b6003546101b99061010090046001600160401b031681565b6101936103ef3660046119c7565b610e4d565b61019360045481565b61019361040b3660046117b3565b610ee0565b6101937f000000000000000000000000000000000000000000000000000000000000000081565b6101937f000000000000000000000000000000000000000000000000000000000000000081565b610193610f62565b6102477f000000000000000000000000000000000000000000000000000000000000000081565b61021e61049b366004611a01565b610f9a565b60035460ff16156104c457604051631309a56360e01b815260040160405180910390fd5b6001600160401b038082165f908152600660209081526040808320815160608101835281546001600160a01b03168152600182015493810184905260029091015490941690840152900361053b576040516313c2f60b60e11b81526001600160401b03831660048201526024015b60405180910390fd5b80604001516001600160401b03164210156105825760408082015190516348f3707760e01b81526001600160401b0380851660048301529091166024820152604401610532565b6001600160401b0382165f908152600660209081526040822080546001600160a01b031916815560018101929092556002909101805467ffffffffffffffff191690558151908201516105ff917f00000000000000000000000000000000000000000000000000000000000000006001600160a01b0316916110aa565b805f01516001600160a01b0316826001600160401b03167f0ff23c4cdc2733f56d8f04d7a351c4332a1cd3334287ed5b2e9c6a28da9d3533836020015160405161064b91815260200190565b60405180910390a35050565b6003545f9060ff161561067d57604051631309a56360e01b815260040160405180910390fd5b6001600160a01b0383166106a45760405163d92e233d60e01b815260040160405180910390fd5b815f036106c457604051631f2a200560e01b815260040160405180910390fd5b6040516370a0823160e01b81523060048201525f907f00000000000000000000000000000000000000000000000000000000000000006001600160a01b0316906370a0823190602401602060405180830381865afa158015610728573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061074c9190611a5e565b90506107836001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000163330866110e4565b6040516370a0823160e01b81523060048201525f9082906001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016906370a0823190602401602060405180830381865afa1580156107e9573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061080d9190611a5e565b6108179190611a89565b9050805f0361083957604051631f2a200560e01b815260040160405180910390fd5b6001805460089061085990600160401b90046001600160401b0316611a9c565b82546001600160401b038083166101009490940a84810291021990911617909255604080516001600160a01b03891681526020810185905292955033927f3058c9982050baca4b61c4c19150229f108f491b297706a6e1d190eb8399a974910160405180910390a3505092915050565b60035460ff16156108ed57604051631309a56360e01b815260040160405180910390fd5b6001600160a01b0384166109145760405163d92e233d60e01b815260040160405180910390fd5b825f0361093457604051631f2a200560e01b815260040160405180910390fd5b6001600160401b0385165f9081526002602052604090205460ff161561097857604051632853702960e11b81526001600160401b0386166004820152602401610532565b61098186611120565b61099786610990878787610e4d565b8484611182565b6001600160401b0385165f908152600260205260408120805460ff191660011790556109c1611478565b90507f000000000000000000000000000000000000000000000000000000000000000084101580610a1a57507f0000000000000000000000000000000000000000000000000000000000000000610a188583611ac6565b115b15610b22575f610a4a7f000000000000000000000000000000000000000000000000000000000000000042611ad9565b604080516060810182526001600160a01b03808a1680835260208084018b81526001600160401b038088168688019081528f82165f8181526006909552938890209651875496166001600160a01b0319909616959095178655905160018601559251600290940180549490931667ffffffffffffffff1990941693909317909155915192935090917f71dd505f4503a039436fe9bb7058f3c0f1707c24c4fd38a8f0b98281963c2b6490610b1390899086909182526001600160401b0316602082015260400190565b60405180910390a35050610bce565b610b2c8482611ac6565b6004556005805467ffffffffffffffff1916426001600160401b0316179055610b7f7f00000000000000000000000000000000000000000000000000000000000000006001600160a01b031686866110aa565b846001600160a01b0316866001600160401b03167f0ff23c4cdc2733f56d8f04d7a351c4332a1cd3334287ed5b2e9c6a28da9d353386604051610bc491815260200190565b60405180910390a3505b505050505050565b610be660608501604086016117b3565b610bf1906001611ad9565b6001600160401b0316610c0a60608501604086016117b3565b6001600160401b031614610c6f57610c2860608401604085016117b3565b610c3860608601604087016117b3565b610c43906001611ad9565b60405163e692aec160e01b81526001600160401b03928316600482015291166024820152604401610532565b610c80610c7b84611c0a565b6114f4565b610c8984611120565b5f610cbc7f0000000000000000000000000000000000000000000000000000000000000000610cb786611c0a565b6115c0565b9050610cca85828585611182565b5f819055610cde60608501604086016117b3565b6001805467ffffffffffffffff19166001600160401b0392909216919091179055610d0f60608501604086016117b3565b6001600160401b03167fd5e17426eb8458fbf95fd0f077ff91f27dcec0f4a20fe43fbb63179544f8ab9682610d448780611ce5565b610d5160208a018a611ce5565b604051610d62959493929190611d2a565b60405180910390a25050505050565b5f610d9f7f0000000000000000000000000000000000000000000000000000000000000000610cb784611c0a565b92915050565b336001600160a01b037f00000000000000000000000000000000000000000000000000000000000000001614610df05760405163a252c15160e01b8152336004820152602401610532565b60035460ff1615610e1457604051631309a56360e01b815260040160405180910390fd5b6003805460ff1916600117905560405133907f62e78cea01bee320cd4e420270b5ea74000d11b0c9f74754ebdbfc544b05a258905f90a2565b604080517f0000000000000000000000000000000000000000000000000000000000000000602082015260a0918101829052600860c082015267776974686472617760c01b60e08201526001600160401b03851660608201526001600160a01b03841660808201529081018290525f90610100016040516020818303038152906040528051906020012090509392505050565b5f7f000000000000000000000000000000000000000000000000000000000000000082604051602001610f4592919091825260606020830181905260079083015266756e706175736560c81b60808301526001600160401b0316604082015260a00190565b604051602081830303815290604052805190602001209050919050565b5f610f6b611478565b610f95907f0000000000000000000000000000000000000000000000000000000000000000611a89565b905090565b60035460ff16610fbd57604051636cd6020160e01b815260040160405180910390fd5b600354610fd99061010090046001600160401b03166001611ad9565b6001600160401b0316836001600160401b03161461103b57600354839061100f9061010090046001600160401b03166001611ad9565b60405163097a283f60e01b81526001600160401b03928316600482015291166024820152604401610532565b61104484611120565b6110518461099085610ee0565b6003805468ffffffffffffffffff19166101006001600160401b03861690810260ff1916919091179091556040517fa0a1b115a3fdd20e32f15353aa316670a8888ae5f76ea442ef0b72527afa4962905f90a250505050565b6110b78383836001611601565b6110df57604051635274afe760e01b81526001600160a01b0384166004820152602401610532565b505050565b6110f2848484846001611663565b61111a57604051635274afe760e01b81526001600160a01b0385166004820152602401610532565b50505050565b5f61114e7f0000000000000000000000000000000000000000000000000000000000000000610cb784611c0a565b90505f54811461117e575f5460405163604b727960e01b8152610532918391600401918252602082015260400190565b5050565b5f61118d8580611ce5565b9150508181146111ba576040516313e6af8960e11b81526004810183905260248101829052604401610532565b7f19457468657265756d205369676e6564204d6573736167653a0a3332000000005f908152601c859052603c81209080805b84811015611430575f61120260208b018b611ce5565b8381811061121257611212611dbf565b90506020020160208101906112279190611dd3565b63ffffffff1690506112398185611ac6565b93505f88888481811061124e5761124e611dbf565b6112649260206060909202019081019150611dec565b905060ff8116158015611293575088888481811061128457611284611dbf565b905060600201602001355f5f1b145b80156112bb57508888848181106112ac576112ac611dbf565b905060600201604001355f5f1b145b156112c7575050611428565b601b8160ff1610156112e1576112de601b82611e0c565b90505b8060ff16601b141580156112f957508060ff16601c14155b1561134c578289898581811061131157611311611dbf565b6113279260206060909202019081019150611dec565b60405163354bf40360e21b8152600481019290925260ff166024820152604401610532565b5f5f61139088848d8d8981811061136557611365611dbf565b905060600201602001358e8e8a81811061138157611381611dbf565b905060600201604001356116d0565b5090925090505f8160038111156113a9576113a9611e25565b1415806113f657506113bb8d80611ce5565b868181106113cb576113cb611dbf565b90506020020160208101906113e09190611e39565b6001600160a01b0316826001600160a01b031614155b1561141757604051630a57f30960e31b815260048101869052602401610532565b6114218487611ac6565b9550505050505b6001016111ec565b5061143c826002611e52565b611447826003611e52565b1161146e5760405162bfb6ab60e01b81526004810182905260248101839052604401610532565b5050505050505050565b6005545f90819062015180907f0000000000000000000000000000000000000000000000000000000000000000906114b9906001600160401b031642611a89565b6114c39190611e52565b6114cd9190611e69565b90506004548110156114ec57806004546114e79190611a89565b6114ee565b5f5b91505090565b80515180158061150957508160200151518114155b156115275760405163421079d960e11b815260040160405180910390fd5b5f805b8281101561111a575f845f0151828151811061154857611548611dbf565b60200260200101519050826001600160a01b0316816001600160a01b031611158061159557508460200151828151811061158457611584611dbf565b602002602001015163ffffffff165f145b156115b6576040516306ed965b60e51b815260048101839052602401610532565b915060010161152a565b5f828260400151835f015184602001516040516020016115e39493929190611ec8565b60405160208183030381529060405280519060200120905092915050565b60405163a9059cbb60e01b5f8181526001600160a01b038616600452602485905291602083604481808b5af1925060015f5114831661165757838315161561164b573d5f823e3d81fd5b5f873b113d1516831692505b60405250949350505050565b6040516323b872dd60e01b5f8181526001600160a01b038781166004528616602452604485905291602083606481808c5af1925060015f511483166116bf5783831516156116b3573d5f823e3d81fd5b5f883b113d1516831692505b604052505f60605295945050505050565b5f80807f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a084111561170957505f9150600390508261178e565b604080515f808252602082018084528a905260ff891692820192909252606081018790526080810186905260019060a0016020604051602081039080840390855afa15801561175a573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b03811661178557505f92506001915082905061178e565b92505f91508190505b9450945094915050565b80356001600160401b03811681146117ae575f5ffd5b919050565b5f602082840312156117c3575f5ffd5b6117cc82611798565b9392505050565b80356001600160a01b03811681146117ae575f5ffd5b5f5f604083850312156117fa575f5ffd5b611803836117d3565b946020939093013593505050565b5f60608284031215611821575f5ffd5b50919050565b5f5f83601f840112611837575f5ffd5b5081356001600160401b0381111561184d575f5ffd5b602083019150836020606083028501011115611867575f5ffd5b9250929050565b5f5f5f5f5f5f60a08789031215611883575f5ffd5b86356001600160401b03811115611898575f5ffd5b6118a489828a01611811565b9650506118b360208801611798565b94506118c1604088016117d3565b93506060870135925060808701356001600160401b038111156118e2575f5ffd5b6118ee89828a01611827565b979a9699509497509295939492505050565b5f5f5f5f60608587031215611913575f5ffd5b84356001600160401b03811115611928575f5ffd5b61193487828801611811565b94505060208501356001600160401b0381111561194f575f5ffd5b61195b87828801611811565b93505060408501356001600160401b03811115611976575f5ffd5b61198287828801611827565b95989497509550505050565b5f6020828403121561199e575f5ffd5b81356001600160401b038111156119b3575f5ffd5b6119bf84828501611811565b949350505050565b5f5f5f606084860312156119d9575f5ffd5b6119e284611798565b92506119f0602085016117d3565b929592945050506040919091013590565b5f5f5f5f60608587031215611a14575f5ffd5b84356001600160401b03811115611a29575f5ffd5b611a3587828801611811565b945050611a4460208601611798565b925060408501356001600160401b03811115611976575f5ffd5b5f60208284031215611a6e575f5ffd5b5051919050565b634e487b7160e01b5f52601160045260245ffd5b81810381811115610d9f57610d9f611a75565b5f6001600160401b0382166001600160401b038103611abd57611abd611a75565b60010192915050565b80820180821115610d9f57610d9f611a75565b6001600160401b038181168382160190811115610d9f57610d9f611a75565b634e487b7160e01b5f52604160045260245ffd5b604051606081016001600160401b0381118282101715611b2e57611b2e611af8565b60405290565b604051601f8201601f191681016001600160401b0381118282101715611b5c57611b5c611af8565b604052919050565b5f6001600160401b03821115611b7c57611b7c611af8565b5060051b60200190565b803563ffffffff811681146117ae575f5ffd5b5f82601f830112611ba8575f5ffd5b8135611bbb611bb682611b64565b611b34565b8082825260208201915060208360051b860101925085831115611bdc575f5ffd5b602085015b83811015611c0057611bf281611b86565b835260209283019201611be1565b5095945050505050565b5f60608236031215611c1a575f5ffd5b611c22611b0c565b82356001600160401b03811115611c37575f5ffd5b830136601f820112611c47575f5ffd5b8035611c55611bb682611b64565b8082825260208201915060208360051b850101925036831115611c76575f5ffd5b6020840193505b82841015611c9f57611c8e846117d3565b825260209384019390910190611c7d565b845250505060208301356001600160401b03811115611cbc575f5ffd5b611cc836828601611b99565b602083015250611cda60408401611798565b604082015292915050565b5f5f8335601e19843603018112611cfa575f5ffd5b8301803591506001600160401b03821115611d13575f5ffd5b6020019150600581901b3603821315611867575f5ffd5b85815260606020820181905281018490525f8560808301825b87811015611d71576001600160a01b03611d5c846117d3565b16825260209283019290910190600101611d43565b5083810360408501528481526020019050845f5b85811015611db15763ffffffff611d9b83611b86565b1683526020928301929190910190600101611d85565b509098975050505050505050565b634e487b7160e01b5f52603260045260245ffd5b5f60208284031215611de3575f5ffd5b6117cc82611b86565b5f60208284031215611dfc575f5ffd5b813560ff811681146117cc575f5ffd5b60ff8181168382160190811115610d9f57610d9f611a75565b634e487b7160e01b5f52602160045260245ffd5b5f60208284031215611e49575f5ffd5b6117cc826117d3565b8082028115828204841417610d9f57610d9f611a75565b5f82611e8357634e487b7160e01b5f52601260045260245ffd5b500490565b5f8151808452602084019350602083015f5b82811015611ebe57815163ffffffff16865260209586019590910190600101611e9a565b5093949350505050565b84815260a06020820152600a60a08201526918da1958dadc1bda5b9d60b21b60c08201525f60e082016001600160401b038616604084015260e06060840152808551808352610100850191506020870192505f5b81811015611f435783516001600160a01b0316835260209384019390920191600101611f1c565b50508381036080850152611f578186611e88565b9897505050505050505056fea2646970667358221220eeda47a5c35b40de7393196e37cb886766256f804684be60237afe98fa203a7964736f6c63430008250033",
 }
 
 // OGPUBridge is an auto generated Go binding around an Ethereum contract.
@@ -73,9 +73,9 @@ func (c *OGPUBridge) Instance(backend bind.ContractBackend, addr common.Address)
 // PackConstructor is the Go binding used to pack the parameters required for
 // contract deployment.
 //
-// Solidity: constructor(address token_, bytes32 appChainIdHash_, (address[],uint32[],uint64) initial, address guardian_) returns()
-func (oGPUBridge *OGPUBridge) PackConstructor(token_ common.Address, appChainIdHash_ [32]byte, initial OGPUBridgeValset, guardian_ common.Address) []byte {
-	enc, err := oGPUBridge.abi.Pack("", token_, appChainIdHash_, initial, guardian_)
+// Solidity: constructor(address token_, bytes32 appChainIdHash_, (address[],uint32[],uint64) initial, address guardian_, uint256 outflowCap_, uint256 largeWithdrawal_, uint64 withdrawalDelay_) returns()
+func (oGPUBridge *OGPUBridge) PackConstructor(token_ common.Address, appChainIdHash_ [32]byte, initial OGPUBridgeValset, guardian_ common.Address, outflowCap_ *big.Int, largeWithdrawal_ *big.Int, withdrawalDelay_ uint64) []byte {
+	enc, err := oGPUBridge.abi.Pack("", token_, appChainIdHash_, initial, guardian_, outflowCap_, largeWithdrawal_, withdrawalDelay_)
 	if err != nil {
 		panic(err)
 	}
@@ -222,6 +222,28 @@ func (oGPUBridge *OGPUBridge) UnpackDomain(data []byte) ([32]byte, error) {
 	return out0, nil
 }
 
+// PackExecuteQueued is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x2768a98b.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function executeQueued(uint64 nonce) returns()
+func (oGPUBridge *OGPUBridge) PackExecuteQueued(nonce uint64) []byte {
+	enc, err := oGPUBridge.abi.Pack("executeQueued", nonce)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackExecuteQueued is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x2768a98b.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function executeQueued(uint64 nonce) returns()
+func (oGPUBridge *OGPUBridge) TryPackExecuteQueued(nonce uint64) ([]byte, error) {
+	return oGPUBridge.abi.Pack("executeQueued", nonce)
+}
+
 // PackExecuted is the Go binding used to pack the parameters required for calling
 // the contract method with ID 0xaaa8c768.  This method will panic if any
 // invalid/nil inputs are passed.
@@ -289,6 +311,41 @@ func (oGPUBridge *OGPUBridge) UnpackGuardian(data []byte) (common.Address, error
 		return *new(common.Address), err
 	}
 	out0 := *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	return out0, nil
+}
+
+// PackLargeWithdrawal is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x5d3ab361.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function largeWithdrawal() view returns(uint256)
+func (oGPUBridge *OGPUBridge) PackLargeWithdrawal() []byte {
+	enc, err := oGPUBridge.abi.Pack("largeWithdrawal")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackLargeWithdrawal is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x5d3ab361.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function largeWithdrawal() view returns(uint256)
+func (oGPUBridge *OGPUBridge) TryPackLargeWithdrawal() ([]byte, error) {
+	return oGPUBridge.abi.Pack("largeWithdrawal")
+}
+
+// UnpackLargeWithdrawal is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x5d3ab361.
+//
+// Solidity: function largeWithdrawal() view returns(uint256)
+func (oGPUBridge *OGPUBridge) UnpackLargeWithdrawal(data []byte) (*big.Int, error) {
+	out, err := oGPUBridge.abi.Unpack("largeWithdrawal", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
 	return out0, nil
 }
 
@@ -362,6 +419,146 @@ func (oGPUBridge *OGPUBridge) UnpackLastUnpauseNonce(data []byte) (uint64, error
 	return out0, nil
 }
 
+// PackOutflowAvailable is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf4b239bc.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function outflowAvailable() view returns(uint256)
+func (oGPUBridge *OGPUBridge) PackOutflowAvailable() []byte {
+	enc, err := oGPUBridge.abi.Pack("outflowAvailable")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackOutflowAvailable is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xf4b239bc.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function outflowAvailable() view returns(uint256)
+func (oGPUBridge *OGPUBridge) TryPackOutflowAvailable() ([]byte, error) {
+	return oGPUBridge.abi.Pack("outflowAvailable")
+}
+
+// UnpackOutflowAvailable is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xf4b239bc.
+//
+// Solidity: function outflowAvailable() view returns(uint256)
+func (oGPUBridge *OGPUBridge) UnpackOutflowAvailable(data []byte) (*big.Int, error) {
+	out, err := oGPUBridge.abi.Unpack("outflowAvailable", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackOutflowCap is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x0d1f84dd.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function outflowCap() view returns(uint256)
+func (oGPUBridge *OGPUBridge) PackOutflowCap() []byte {
+	enc, err := oGPUBridge.abi.Pack("outflowCap")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackOutflowCap is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x0d1f84dd.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function outflowCap() view returns(uint256)
+func (oGPUBridge *OGPUBridge) TryPackOutflowCap() ([]byte, error) {
+	return oGPUBridge.abi.Pack("outflowCap")
+}
+
+// UnpackOutflowCap is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x0d1f84dd.
+//
+// Solidity: function outflowCap() view returns(uint256)
+func (oGPUBridge *OGPUBridge) UnpackOutflowCap(data []byte) (*big.Int, error) {
+	out, err := oGPUBridge.abi.Unpack("outflowCap", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
+// PackOutflowUpdated is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x09c767c5.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function outflowUpdated() view returns(uint64)
+func (oGPUBridge *OGPUBridge) PackOutflowUpdated() []byte {
+	enc, err := oGPUBridge.abi.Pack("outflowUpdated")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackOutflowUpdated is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x09c767c5.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function outflowUpdated() view returns(uint64)
+func (oGPUBridge *OGPUBridge) TryPackOutflowUpdated() ([]byte, error) {
+	return oGPUBridge.abi.Pack("outflowUpdated")
+}
+
+// UnpackOutflowUpdated is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x09c767c5.
+//
+// Solidity: function outflowUpdated() view returns(uint64)
+func (oGPUBridge *OGPUBridge) UnpackOutflowUpdated(data []byte) (uint64, error) {
+	out, err := oGPUBridge.abi.Unpack("outflowUpdated", data)
+	if err != nil {
+		return *new(uint64), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint64)).(*uint64)
+	return out0, nil
+}
+
+// PackOutflowUsed is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xb956df70.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function outflowUsed() view returns(uint256)
+func (oGPUBridge *OGPUBridge) PackOutflowUsed() []byte {
+	enc, err := oGPUBridge.abi.Pack("outflowUsed")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackOutflowUsed is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xb956df70.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function outflowUsed() view returns(uint256)
+func (oGPUBridge *OGPUBridge) TryPackOutflowUsed() ([]byte, error) {
+	return oGPUBridge.abi.Pack("outflowUsed")
+}
+
+// UnpackOutflowUsed is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xb956df70.
+//
+// Solidity: function outflowUsed() view returns(uint256)
+func (oGPUBridge *OGPUBridge) UnpackOutflowUsed(data []byte) (*big.Int, error) {
+	out, err := oGPUBridge.abi.Unpack("outflowUsed", data)
+	if err != nil {
+		return new(big.Int), err
+	}
+	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
+	return out0, nil
+}
+
 // PackPause is the Go binding used to pack the parameters required for calling
 // the contract method with ID 0x8456cb59.  This method will panic if any
 // invalid/nil inputs are passed.
@@ -417,6 +614,52 @@ func (oGPUBridge *OGPUBridge) UnpackPaused(data []byte) (bool, error) {
 	}
 	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
 	return out0, nil
+}
+
+// PackQueued is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x8990f103.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function queued(uint64 ) view returns(address to, uint256 amount, uint64 readyAt)
+func (oGPUBridge *OGPUBridge) PackQueued(arg0 uint64) []byte {
+	enc, err := oGPUBridge.abi.Pack("queued", arg0)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackQueued is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x8990f103.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function queued(uint64 ) view returns(address to, uint256 amount, uint64 readyAt)
+func (oGPUBridge *OGPUBridge) TryPackQueued(arg0 uint64) ([]byte, error) {
+	return oGPUBridge.abi.Pack("queued", arg0)
+}
+
+// QueuedOutput serves as a container for the return parameters of contract
+// method Queued.
+type QueuedOutput struct {
+	To      common.Address
+	Amount  *big.Int
+	ReadyAt uint64
+}
+
+// UnpackQueued is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x8990f103.
+//
+// Solidity: function queued(uint64 ) view returns(address to, uint256 amount, uint64 readyAt)
+func (oGPUBridge *OGPUBridge) UnpackQueued(data []byte) (QueuedOutput, error) {
+	out, err := oGPUBridge.abi.Unpack("queued", data)
+	outstruct := new(QueuedOutput)
+	if err != nil {
+		return *outstruct, err
+	}
+	outstruct.To = *abi.ConvertType(out[0], new(common.Address)).(*common.Address)
+	outstruct.Amount = abi.ConvertType(out[1], new(big.Int)).(*big.Int)
+	outstruct.ReadyAt = *abi.ConvertType(out[2], new(uint64)).(*uint64)
+	return *outstruct, nil
 }
 
 // PackToken is the Go binding used to pack the parameters required for calling
@@ -660,6 +903,41 @@ func (oGPUBridge *OGPUBridge) UnpackWithdrawDigest(data []byte) ([32]byte, error
 	return out0, nil
 }
 
+// PackWithdrawalDelay is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa7ab6961.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function withdrawalDelay() view returns(uint64)
+func (oGPUBridge *OGPUBridge) PackWithdrawalDelay() []byte {
+	enc, err := oGPUBridge.abi.Pack("withdrawalDelay")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackWithdrawalDelay is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa7ab6961.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function withdrawalDelay() view returns(uint64)
+func (oGPUBridge *OGPUBridge) TryPackWithdrawalDelay() ([]byte, error) {
+	return oGPUBridge.abi.Pack("withdrawalDelay")
+}
+
+// UnpackWithdrawalDelay is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xa7ab6961.
+//
+// Solidity: function withdrawalDelay() view returns(uint64)
+func (oGPUBridge *OGPUBridge) UnpackWithdrawalDelay(data []byte) (uint64, error) {
+	out, err := oGPUBridge.abi.Unpack("withdrawalDelay", data)
+	if err != nil {
+		return *new(uint64), err
+	}
+	out0 := *abi.ConvertType(out[0], new(uint64)).(*uint64)
+	return out0, nil
+}
+
 // OGPUBridgeDeposited represents a Deposited event raised by the OGPUBridge contract.
 type OGPUBridgeDeposited struct {
 	Nonce     uint64
@@ -842,6 +1120,53 @@ func (oGPUBridge *OGPUBridge) UnpackValsetUpdatedEvent(log *types.Log) (*OGPUBri
 	return out, nil
 }
 
+// OGPUBridgeWithdrawalQueued represents a WithdrawalQueued event raised by the OGPUBridge contract.
+type OGPUBridgeWithdrawalQueued struct {
+	Nonce   uint64
+	To      common.Address
+	Amount  *big.Int
+	ReadyAt uint64
+	Raw     *types.Log // Blockchain specific contextual infos
+}
+
+const OGPUBridgeWithdrawalQueuedEventName = "WithdrawalQueued"
+
+// ContractEventName returns the user-defined event name.
+func (OGPUBridgeWithdrawalQueued) ContractEventName() string {
+	return OGPUBridgeWithdrawalQueuedEventName
+}
+
+// UnpackWithdrawalQueuedEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event WithdrawalQueued(uint64 indexed nonce, address indexed to, uint256 amount, uint64 readyAt)
+func (oGPUBridge *OGPUBridge) UnpackWithdrawalQueuedEvent(log *types.Log) (*OGPUBridgeWithdrawalQueued, error) {
+	event := "WithdrawalQueued"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != oGPUBridge.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(OGPUBridgeWithdrawalQueued)
+	if len(log.Data) > 0 {
+		if err := oGPUBridge.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range oGPUBridge.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
 // OGPUBridgeWithdrawn represents a Withdrawn event raised by the OGPUBridge contract.
 type OGPUBridgeWithdrawn struct {
 	Nonce  uint64
@@ -894,6 +1219,9 @@ func (oGPUBridge *OGPUBridge) UnpackError(raw []byte) (any, error) {
 	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["AlreadyExecuted"].ID.Bytes()[:4]) {
 		return oGPUBridge.UnpackAlreadyExecutedError(raw[4:])
 	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["BadLimits"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackBadLimitsError(raw[4:])
+	}
 	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["InsufficientPower"].ID.Bytes()[:4]) {
 		return oGPUBridge.UnpackInsufficientPowerError(raw[4:])
 	}
@@ -917,6 +1245,12 @@ func (oGPUBridge *OGPUBridge) UnpackError(raw []byte) (any, error) {
 	}
 	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["NotPaused"].ID.Bytes()[:4]) {
 		return oGPUBridge.UnpackNotPausedError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["NotQueued"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackNotQueuedError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["NotReady"].ID.Bytes()[:4]) {
+		return oGPUBridge.UnpackNotReadyError(raw[4:])
 	}
 	if bytes.Equal(raw[:4], oGPUBridge.abi.Errors["SafeERC20FailedOperation"].ID.Bytes()[:4]) {
 		return oGPUBridge.UnpackSafeERC20FailedOperationError(raw[4:])
@@ -961,6 +1295,29 @@ func OGPUBridgeAlreadyExecutedErrorID() common.Hash {
 func (oGPUBridge *OGPUBridge) UnpackAlreadyExecutedError(raw []byte) (*OGPUBridgeAlreadyExecuted, error) {
 	out := new(OGPUBridgeAlreadyExecuted)
 	if err := oGPUBridge.abi.UnpackIntoInterface(out, "AlreadyExecuted", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeBadLimits represents a BadLimits error raised by the OGPUBridge contract.
+type OGPUBridgeBadLimits struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error BadLimits()
+func OGPUBridgeBadLimitsErrorID() common.Hash {
+	return common.HexToHash("0x2111a9e08dcbbbb4f21bcdfacd087f1415490c5a9d4b31348c5e6303a35ba5ca")
+}
+
+// UnpackBadLimitsError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error BadLimits()
+func (oGPUBridge *OGPUBridge) UnpackBadLimitsError(raw []byte) (*OGPUBridgeBadLimits, error) {
+	out := new(OGPUBridgeBadLimits)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "BadLimits", raw); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -1152,6 +1509,55 @@ func OGPUBridgeNotPausedErrorID() common.Hash {
 func (oGPUBridge *OGPUBridge) UnpackNotPausedError(raw []byte) (*OGPUBridgeNotPaused, error) {
 	out := new(OGPUBridgeNotPaused)
 	if err := oGPUBridge.abi.UnpackIntoInterface(out, "NotPaused", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeNotQueued represents a NotQueued error raised by the OGPUBridge contract.
+type OGPUBridgeNotQueued struct {
+	Nonce uint64
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error NotQueued(uint64 nonce)
+func OGPUBridgeNotQueuedErrorID() common.Hash {
+	return common.HexToHash("0x2785ec16f95dfc67fecadf6013eb63914e9d01981de248c412765f26cc271c28")
+}
+
+// UnpackNotQueuedError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error NotQueued(uint64 nonce)
+func (oGPUBridge *OGPUBridge) UnpackNotQueuedError(raw []byte) (*OGPUBridgeNotQueued, error) {
+	out := new(OGPUBridgeNotQueued)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "NotQueued", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OGPUBridgeNotReady represents a NotReady error raised by the OGPUBridge contract.
+type OGPUBridgeNotReady struct {
+	Nonce   uint64
+	ReadyAt uint64
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error NotReady(uint64 nonce, uint64 readyAt)
+func OGPUBridgeNotReadyErrorID() common.Hash {
+	return common.HexToHash("0x48f370771c7b6eedd36671323ec8e2c67c01f2ad0e83f1c76dd62e11ac8ca680")
+}
+
+// UnpackNotReadyError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error NotReady(uint64 nonce, uint64 readyAt)
+func (oGPUBridge *OGPUBridge) UnpackNotReadyError(raw []byte) (*OGPUBridgeNotReady, error) {
+	out := new(OGPUBridgeNotReady)
+	if err := oGPUBridge.abi.UnpackIntoInterface(out, "NotReady", raw); err != nil {
 		return nil, err
 	}
 	return out, nil

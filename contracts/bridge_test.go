@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
@@ -58,6 +59,15 @@ type bridgeEnv struct {
 
 var testAppChain = crypto.Keccak256Hash([]byte("ogpu-testnet-1"))
 
+// Outflow limits of the test bridges: a 100 oGPU bucket refilled per 24 h,
+// withdrawals of 50 oGPU or more always wait a day.
+var (
+	testOutflowCap = ogpu(100)
+	testLarge      = ogpu(50)
+)
+
+const testDelay = 24 * 60 * 60
+
 // newBridgeEnv deploys a bridge with validators of the given powers (set nonce 0).
 func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
 	t.Helper()
@@ -72,7 +82,7 @@ func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
 func (e *bridgeEnv) deployBridge(appChain [32]byte, set OGPUBridgeValset) (common.Address, *bind.BoundContract) {
 	e.t.Helper()
 	addr, tx, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-		e.br.PackConstructor(e.addr, appChain, set, e.guardian.addr))
+		e.br.PackConstructor(e.addr, appChain, set, e.guardian.addr, testOutflowCap, testLarge, testDelay))
 	if err != nil {
 		e.t.Fatalf("deploy bridge: %v", err)
 	}
@@ -165,6 +175,8 @@ type bridgeState struct {
 	Executed           [8]bool
 	Paused             bool
 	LastUnpause        uint64
+	OutflowUsed        *big.Int
+	Queued             [8]QueuedOutput
 }
 
 func (e *bridgeEnv) state(c *bind.BoundContract) bridgeState {
@@ -191,14 +203,30 @@ func (e *bridgeEnv) state(c *bind.BoundContract) bridgeState {
 	if s.LastUnpause, err = bind.Call(c, nil, e.br.PackLastUnpauseNonce(), e.br.UnpackLastUnpauseNonce); err != nil {
 		e.t.Fatal(err)
 	}
+	if s.OutflowUsed, err = bind.Call(c, nil, e.br.PackOutflowUsed(), e.br.UnpackOutflowUsed); err != nil {
+		e.t.Fatal(err)
+	}
+	for n := range s.Queued {
+		if s.Queued[n], err = bind.Call(c, nil, e.br.PackQueued(uint64(n)), e.br.UnpackQueued); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 	s.Locked, s.Alice, s.Bob = e.balance(c.Address()), e.balance(e.alice.addr), e.balance(e.bob.addr)
 	return s
 }
 
-// bsend runs calldata on bridge c and requires success.
+// bsend runs calldata on bridge c and requires success. The gas limit is
+// fixed: since the outflow bucket refills with time, a withdrawal's gas
+// depends on the block timestamp and the pending-block estimate can fall
+// short of what the mined block needs (relayers must add a margin too).
 func (e *bridgeEnv) bsend(c *bind.BoundContract, from account, data []byte) *types.Receipt {
 	e.t.Helper()
-	tx, err := bind.Transact(c, e.opts(from), data)
+	if _, err := bind.Transact(c, &bind.TransactOpts{From: from.addr, Signer: e.opts(from).Signer, NoSend: true}, data); err != nil {
+		e.t.Fatalf("bridge tx from %s: %v", from.addr, e.bridgeReason(err))
+	}
+	opts := e.opts(from)
+	opts.GasLimit = 2_000_000
+	tx, err := bind.Transact(c, opts, data)
 	if err != nil {
 		e.t.Fatalf("bridge tx from %s: %v", from.addr, e.bridgeReason(err))
 	}
@@ -542,7 +570,7 @@ func TestBridgeValsetRules(t *testing.T) {
 
 	for name, vs := range map[string]OGPUBridgeValset{"unsorted": unsorted, "duplicate": dup} {
 		if _, _, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-			e.br.PackConstructor(e.addr, e.appChain, vs, e.guardian.addr)); err == nil {
+			e.br.PackConstructor(e.addr, e.appChain, vs, e.guardian.addr, testOutflowCap, testLarge, testDelay)); err == nil {
 			t.Fatalf("constructor accepted a %s set", name)
 		}
 	}
@@ -658,4 +686,94 @@ func TestBridgePause(t *testing.T) {
 	e.bsend(e.bc, e.guardian, e.br.PackPause())
 	wantErr[OGPUBridgeWrongUnpauseNonce](t, e.brefused(e.bc, e.x, unpause1))
 	e.bsend(e.bc, e.x, e.br.PackUnpause(next, 2, sigs(t, goUnpauseDigest(t, dom, 2), newVals, 0, 1, 2)))
+}
+
+func (e *bridgeEnv) available() *big.Int {
+	e.t.Helper()
+	a, err := bind.Call(e.bc, nil, e.br.PackOutflowAvailable(), e.br.UnpackOutflowAvailable)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+func (e *bridgeEnv) advance(d time.Duration) {
+	e.t.Helper()
+	if err := e.sim.AdjustTime(d); err != nil {
+		e.t.Fatal(err)
+	}
+	e.sim.Commit()
+}
+
+// TestBridgeOutflowLimit: withdrawals within the 100 oGPU bucket pay at
+// once; one that does not fit, and any of 50 oGPU or more, is queued (signed
+// and marked executed, nothing paid) and paid by anyone only after the
+// delay, once, and not while paused; the bucket refills over 24 h.
+func TestBridgeOutflowLimit(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	w := func(n uint64, amt *big.Int) []byte {
+		return e.br.PackWithdraw(e.set, n, e.bob.addr, amt, sigs(t, goWithdrawDigest(t, dom, n, e.bob.addr, amt), e.vals, 0, 1, 2))
+	}
+	e.bsend(e.bc, e.x, w(1, ogpu(40)))
+	e.bsend(e.bc, e.x, w(2, ogpu(40)))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(80)) != 0 {
+		t.Fatalf("bob has %s, want 80 oGPU", b)
+	}
+	if a := e.available(); a.Cmp(ogpu(21)) > 0 || a.Cmp(ogpu(20)) < 0 {
+		t.Fatalf("available %s, want about 20 oGPU", a)
+	}
+	// 30 does not fit: queued, nothing paid.
+	r := e.bsend(e.bc, e.x, w(3, ogpu(30)))
+	var q *OGPUBridgeWithdrawalQueued
+	for _, l := range r.Logs {
+		if x, err := e.br.UnpackWithdrawalQueuedEvent(l); err == nil {
+			q = x
+		}
+		if _, err := e.br.UnpackWithdrawnEvent(l); err == nil {
+			t.Fatal("Withdrawn emitted for a queued withdrawal")
+		}
+	}
+	if q == nil || q.Nonce != 3 || q.Amount.Cmp(ogpu(30)) != 0 {
+		t.Fatalf("WithdrawalQueued %+v", q)
+	}
+	st := e.state(e.bc)
+	if st.Bob.Cmp(ogpu(80)) != 0 || !st.Executed[3] || st.Queued[3].Amount.Cmp(ogpu(30)) != 0 || st.Queued[3].ReadyAt != q.ReadyAt {
+		t.Fatalf("after queueing: %+v", st)
+	}
+	wantErr[OGPUBridgeAlreadyExecuted](t, e.brefused(e.bc, e.x, w(3, ogpu(30))))
+	if got := wantErr[OGPUBridgeNotReady](t, e.brefused(e.bc, e.x, e.br.PackExecuteQueued(3))); got.ReadyAt != q.ReadyAt {
+		t.Fatalf("NotReady %+v", got)
+	}
+	wantErr[OGPUBridgeNotQueued](t, e.brefused(e.bc, e.x, e.br.PackExecuteQueued(1)))
+	wantErr[OGPUBridgeNotQueued](t, e.brefused(e.bc, e.x, e.br.PackExecuteQueued(7)))
+
+	// Half a day refills about 50: a 45 pays at once, a 50 (large) still waits.
+	e.advance(12 * time.Hour)
+	e.bsend(e.bc, e.x, w(4, ogpu(45)))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(125)) != 0 {
+		t.Fatalf("bob has %s, want 125 oGPU", b)
+	}
+	e.advance(24 * time.Hour)
+	if a := e.available(); a.Cmp(testOutflowCap) != 0 {
+		t.Fatalf("available %s after a full day, want the whole cap", a)
+	}
+	e.bsend(e.bc, e.x, w(5, ogpu(50)))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(125)) != 0 {
+		t.Fatalf("a large withdrawal paid at once: bob has %s", b)
+	}
+	// Nonce 3's delay is over: anyone pays it, once. A pause blocks nonce 5.
+	e.bsend(e.bc, e.alice, e.br.PackExecuteQueued(3))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(155)) != 0 {
+		t.Fatalf("bob has %s after executeQueued(3), want 155 oGPU", b)
+	}
+	wantErr[OGPUBridgeNotQueued](t, e.brefused(e.bc, e.x, e.br.PackExecuteQueued(3)))
+	e.advance(24 * time.Hour)
+	e.bsend(e.bc, e.guardian, e.br.PackPause())
+	wantErr[OGPUBridgeIsPaused](t, e.brefused(e.bc, e.x, e.br.PackExecuteQueued(5)))
+	e.bsend(e.bc, e.x, e.br.PackUnpause(e.set, 1, sigs(t, goUnpauseDigest(t, dom, 1), e.vals, 0, 1, 2)))
+	e.bsend(e.bc, e.x, e.br.PackExecuteQueued(5))
+	if b := e.balance(e.bob.addr); b.Cmp(ogpu(205)) != 0 {
+		t.Fatalf("bob has %s, want 205 oGPU", b)
+	}
 }

@@ -44,6 +44,16 @@ import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/Messa
 ///   keccak256(abi.encode(domain, "unpause", nonce)), nonce = lastUnpauseNonce + 1,
 /// so an old unpause signature cannot lift a later pause. Valset updates stay
 /// open while paused: honest validators must be able to rotate out keys.
+///
+/// Outflow limit. A signed withdrawal is paid at once only when it is below
+/// largeWithdrawal and fits the outflow bucket: a token bucket of outflowCap
+/// that refills at outflowCap per 24 h (so at most outflowCap leaves at once
+/// and at most 2 x outflowCap in any 24 h without a delay). Any other
+/// withdrawal is queued (WithdrawalQueued) and anyone can pay it with
+/// executeQueued() once withdrawalDelay has passed; the guardian's pause
+/// blocks that too, which is what the delay is for. A queued withdrawal is
+/// never cancelled (the app-chain has already debited it). Withdrawn is
+/// emitted once per nonce, when the tokens actually leave.
 contract OGPUBridge {
     using SafeERC20 for IERC20;
 
@@ -82,9 +92,29 @@ contract OGPUBridge {
     bool public paused;
     /// @notice The nonce of the last unpause; the next one signs lastUnpauseNonce + 1.
     uint64 public lastUnpauseNonce;
+    /// @notice Size of the outflow bucket, refilled at this much per 24 h.
+    uint256 public immutable outflowCap;
+    /// @notice Withdrawals of at least this amount always wait withdrawalDelay.
+    uint256 public immutable largeWithdrawal;
+    /// @notice Seconds a queued withdrawal waits before executeQueued() pays it.
+    uint64 public immutable withdrawalDelay;
+    /// @notice Bucket usage as of outflowUpdated (see outflowAvailable()).
+    uint256 public outflowUsed;
+    uint64 public outflowUpdated;
+
+    /// @notice A withdrawal waiting for its delay.
+    struct Queued {
+        address to;
+        uint256 amount;
+        uint64 readyAt;
+    }
+
+    /// @notice Queued withdrawals by nonce (amount zero: none).
+    mapping(uint64 => Queued) public queued;
 
     event Deposited(uint64 indexed nonce, address indexed from, address recipient, uint256 amount);
     event Withdrawn(uint64 indexed nonce, address indexed to, uint256 amount);
+    event WithdrawalQueued(uint64 indexed nonce, address indexed to, uint256 amount, uint64 readyAt);
     event Paused(address indexed guardian);
     event Unpaused(uint64 indexed nonce);
     event ValsetUpdated(uint64 indexed nonce, bytes32 checkpoint, address[] validators, uint32[] powers);
@@ -117,13 +147,35 @@ contract OGPUBridge {
     /// @notice An unpause must sign lastUnpauseNonce + 1.
     error WrongUnpauseNonce(uint64 given, uint64 want);
     error ZeroAmount();
+    /// @notice outflowCap, largeWithdrawal and withdrawalDelay must all be non-zero.
+    error BadLimits();
+    /// @notice No withdrawal with this nonce is queued (never queued, or already paid).
+    error NotQueued(uint64 nonce);
+    /// @notice The queued withdrawal can be paid from readyAt on.
+    error NotReady(uint64 nonce, uint64 readyAt);
 
     /// @param token_ the oGPU token (it should exempt this bridge from its tax).
     /// @param appChainIdHash_ keccak256 of the app-chain's chain id.
     /// @param initial the first validator set (its nonce is usually 0).
     /// @param guardian_ the key that may pause (non-zero).
-    constructor(IERC20 token_, bytes32 appChainIdHash_, Valset memory initial, address guardian_) {
+    /// @param outflowCap_ the outflow bucket (see the contract doc).
+    /// @param largeWithdrawal_ amounts from which a withdrawal always waits.
+    /// @param withdrawalDelay_ seconds a queued withdrawal waits.
+    constructor(
+        IERC20 token_,
+        bytes32 appChainIdHash_,
+        Valset memory initial,
+        address guardian_,
+        uint256 outflowCap_,
+        uint256 largeWithdrawal_,
+        uint64 withdrawalDelay_
+    ) {
         if (address(token_) == address(0) || guardian_ == address(0)) revert ZeroAddress();
+        if (outflowCap_ == 0 || largeWithdrawal_ == 0 || withdrawalDelay_ == 0) revert BadLimits();
+        outflowCap = outflowCap_;
+        largeWithdrawal = largeWithdrawal_;
+        withdrawalDelay = withdrawalDelay_;
+        outflowUpdated = uint64(block.timestamp);
         token = token_;
         guardian = guardian_;
         appChainIdHash = appChainIdHash_;
@@ -163,8 +215,38 @@ contract OGPUBridge {
         _checkCurrent(current);
         _checkSignatures(current, withdrawDigest(nonce, to, amount), sigs);
         executed[nonce] = true;
+        uint256 used = _outflowUsedNow();
+        if (amount >= largeWithdrawal || used + amount > outflowCap) {
+            uint64 readyAt = uint64(block.timestamp) + withdrawalDelay;
+            queued[nonce] = Queued(to, amount, readyAt);
+            emit WithdrawalQueued(nonce, to, amount, readyAt);
+            return;
+        }
+        outflowUsed = used + amount;
+        outflowUpdated = uint64(block.timestamp);
         token.safeTransfer(to, amount);
         emit Withdrawn(nonce, to, amount);
+    }
+
+    /// @notice Pays a queued withdrawal once its delay has passed; anyone may call it.
+    function executeQueued(uint64 nonce) external {
+        if (paused) revert IsPaused();
+        Queued memory q = queued[nonce];
+        if (q.amount == 0) revert NotQueued(nonce);
+        if (block.timestamp < q.readyAt) revert NotReady(nonce, q.readyAt);
+        delete queued[nonce];
+        token.safeTransfer(q.to, q.amount);
+        emit Withdrawn(nonce, q.to, q.amount);
+    }
+
+    /// @notice How much can be withdrawn right now without a delay.
+    function outflowAvailable() external view returns (uint256) {
+        return outflowCap - _outflowUsedNow();
+    }
+
+    function _outflowUsedNow() private view returns (uint256) {
+        uint256 refill = (block.timestamp - outflowUpdated) * outflowCap / 1 days;
+        return refill >= outflowUsed ? 0 : outflowUsed - refill;
     }
 
     /// @notice Replaces the validator set with next (nonce + 1), signed by more
