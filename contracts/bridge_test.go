@@ -66,7 +66,10 @@ var (
 	testLarge      = ogpu(50)
 )
 
-const testDelay = 24 * 60 * 60
+const (
+	testDelay       = 24 * 60 * 60
+	testValsetDelay = 2 * 24 * 60 * 60
+)
 
 // newBridgeEnv deploys a bridge with validators of the given powers (set nonce 0).
 func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
@@ -82,7 +85,7 @@ func newBridgeEnv(t *testing.T, powers ...uint32) *bridgeEnv {
 func (e *bridgeEnv) deployBridge(appChain [32]byte, set OGPUBridgeValset) (common.Address, *bind.BoundContract) {
 	e.t.Helper()
 	addr, tx, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-		e.br.PackConstructor(e.addr, appChain, set, e.guardian.addr, testOutflowCap, testLarge, testDelay))
+		e.br.PackConstructor(e.addr, appChain, set, e.guardian.addr, testOutflowCap, testLarge, testDelay, testValsetDelay))
 	if err != nil {
 		e.t.Fatalf("deploy bridge: %v", err)
 	}
@@ -570,7 +573,7 @@ func TestBridgeValsetRules(t *testing.T) {
 
 	for name, vs := range map[string]OGPUBridgeValset{"unsorted": unsorted, "duplicate": dup} {
 		if _, _, err := bind.DeployContract(e.opts(e.owner), common.FromHex(OGPUBridgeMetaData.Bin), e.sim.Client(),
-			e.br.PackConstructor(e.addr, e.appChain, vs, e.guardian.addr, testOutflowCap, testLarge, testDelay)); err == nil {
+			e.br.PackConstructor(e.addr, e.appChain, vs, e.guardian.addr, testOutflowCap, testLarge, testDelay, testValsetDelay)); err == nil {
 			t.Fatalf("constructor accepted a %s set", name)
 		}
 	}
@@ -589,7 +592,10 @@ func TestBridgeValsetUpdate(t *testing.T) {
 	cp := goCheckpoint(t, dom, next)
 	// 2 of 3 old signers: exactly 2/3, refused.
 	wantErr[OGPUBridgeInsufficientPower](t, e.brefused(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, cp, e.vals, 0, 2))))
-	r := e.bsend(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, cp, e.vals, 0, 1, 2)))
+	// A whole new set moves all the power: queued for valsetDelay, then applied.
+	e.bsend(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, cp, e.vals, 0, 1, 2)))
+	e.advance(testValsetDelay * time.Second)
+	r := e.bsend(e.bc, e.x, e.br.PackApplyQueuedValset(next))
 	var ev *OGPUBridgeValsetUpdated
 	for _, l := range r.Logs {
 		if x, err := e.br.UnpackValsetUpdatedEvent(l); err == nil {
@@ -624,6 +630,9 @@ func TestBridgeValsetUpdate(t *testing.T) {
 		e.br.PackUpdateValset(e.set, replay, sigs(t, goCheckpoint(t, dom, replay), e.vals, 0, 1, 2))))
 	wantErr[OGPUBridgeWrongValsetNonce](t, e.brefused(e.bc, e.x, e.br.PackUpdateValset(e.set, third, sigs(t, cp3, e.vals, 0, 1, 2))))
 	e.bsend(e.bc, e.x, e.br.PackUpdateValset(next, third, sigs(t, cp3, newVals, 0, 1, 2, 3)))
+	if pending, _ := bind.Call(e.bc, nil, e.br.PackPendingValsetCheckpoint(), e.br.UnpackPendingValsetCheckpoint); pending != cp3 {
+		t.Fatalf("pending checkpoint %x, want %x", pending, cp3)
+	}
 }
 
 func goUnpauseDigest(t *testing.T, domain [32]byte, nonce uint64) [32]byte {
@@ -668,9 +677,10 @@ func TestBridgePause(t *testing.T) {
 	wantErr[OGPUBridgeInvalidSignature](t, e.brefused(e.bc, e.x,
 		e.br.PackUnpause(e.set, 1, sigs(t, goUnpauseDigest(t, dom2, 1), e.vals, 0, 1, 2))))
 
-	// Valset updates stay open while paused.
-	newVals, next := newValidators(t, 1, 1, 1)
-	next.Nonce = 1
+	// Valset updates stay open while paused (this one moves less than 1/3
+	// of the power, so it applies at once).
+	newVals := e.vals
+	next := OGPUBridgeValset{e.set.Validators, []uint32{2, 2, 1}, 1}
 	e.bsend(e.bc, e.x, e.br.PackUpdateValset(e.set, next, sigs(t, goCheckpoint(t, dom, next), e.vals, 0, 1, 2)))
 	// The old set can no longer unpause; the new one can.
 	wantErr[OGPUBridgeWrongCheckpoint](t, e.brefused(e.bc, e.x, u1(0, 1, 2)))
@@ -776,4 +786,86 @@ func TestBridgeOutflowLimit(t *testing.T) {
 	if b := e.balance(e.bob.addr); b.Cmp(ogpu(205)) != 0 {
 		t.Fatalf("bob has %s, want 205 oGPU", b)
 	}
+}
+
+// TestBridgeValsetTimelock: an update that moves at most 1/3 of the power
+// (overlap of the power shares >= 2/3, the edge included) applies at once;
+// one that moves more is queued: the current set keeps signing, it cannot be
+// applied before valsetDelay, nor while paused, nor as another set; a later
+// small update makes it stale.
+func TestBridgeValsetTimelock(t *testing.T) {
+	e := newBridgeEnv(t, 1, 1, 1)
+	dom := e.domain(e.bc)
+	nonce := func() uint64 { return e.state(e.bc).ValsetNonce }
+	// Build sets over e.vals[0], e.vals[1] and fresh keys, sorted.
+	mk := func(n uint64, keep []int, fresh int, powers ...uint32) ([]validator, OGPUBridgeValset) {
+		var vals []validator
+		for _, i := range keep {
+			vals = append(vals, e.vals[i])
+		}
+		nv, _ := newValidators(t, make([]uint32, fresh)...)
+		vals = append(vals, nv...)
+		sort.Slice(vals, func(i, j int) bool { return bytes.Compare(vals[i].addr[:], vals[j].addr[:]) < 0 })
+		vs := OGPUBridgeValset{Powers: powers, Nonce: n}
+		for _, v := range vals {
+			vs.Validators = append(vs.Validators, v.addr)
+		}
+		return vals, vs
+	}
+	upd := func(curVals []validator, cur, next OGPUBridgeValset) []byte {
+		all := make([]int, len(curVals))
+		for i := range all {
+			all[i] = i
+		}
+		return e.br.PackUpdateValset(cur, next, sigs(t, goCheckpoint(t, dom, next), curVals, all...))
+	}
+
+	// Exactly 1/3 moved (one of three equal validators replaced): at once.
+	v1, s1 := mk(1, []int{0, 1}, 1, 1, 1, 1)
+	e.bsend(e.bc, e.x, upd(e.vals, e.set, s1))
+	if n := nonce(); n != 1 {
+		t.Fatalf("valset nonce %d after a 1/3 move, want 1 (applied at once)", n)
+	}
+	// Just over 1/3 moved: queued.
+	v2, s2 := mk(2, []int{0, 1}, 1, 1000, 1000, 1000)
+	for i, v := range v2 { // give the fresh validator 1001
+		if v.addr != e.vals[0].addr && v.addr != e.vals[1].addr {
+			s2.Powers[i] = 1001
+		}
+	}
+	// s2 keeps e.vals[0..1] but drops v1's fresh validator: overlap 2000/3001 < 2/3.
+	e.bsend(e.bc, e.x, upd(v1, s1, s2))
+	if n := nonce(); n != 1 {
+		t.Fatalf("valset nonce %d after a >1/3 move, want 1 (queued)", n)
+	}
+	cp2 := goCheckpoint(t, dom, s2)
+	if got := wantErr[OGPUBridgeNotReady](t, e.brefused(e.bc, e.x, e.br.PackApplyQueuedValset(s2))); got.Nonce != 2 {
+		t.Fatalf("NotReady %+v", got)
+	}
+	other := OGPUBridgeValset{s2.Validators, []uint32{1, 1, 1}, 2}
+	wantErr[OGPUBridgeNotQueuedValset](t, e.brefused(e.bc, e.x, e.br.PackApplyQueuedValset(other)))
+	// The current set still signs withdrawals meanwhile.
+	wd := goWithdrawDigest(t, dom, 1, e.bob.addr, ogpu(1))
+	e.bsend(e.bc, e.x, e.br.PackWithdraw(s1, 1, e.bob.addr, ogpu(1), sigs(t, wd, v1, 0, 1, 2)))
+
+	e.advance(testValsetDelay * time.Second)
+	e.bsend(e.bc, e.guardian, e.br.PackPause())
+	wantErr[OGPUBridgeIsPaused](t, e.brefused(e.bc, e.x, e.br.PackApplyQueuedValset(s2)))
+	e.bsend(e.bc, e.x, e.br.PackUnpause(s1, 1, sigs(t, goUnpauseDigest(t, dom, 1), v1, 0, 1, 2)))
+	e.bsend(e.bc, e.x, e.br.PackApplyQueuedValset(s2))
+	if st := e.state(e.bc); st.ValsetNonce != 2 || st.Checkpoint != cp2 {
+		t.Fatalf("after applying: %+v", st)
+	}
+	wantErr[OGPUBridgeNotQueuedValset](t, e.brefused(e.bc, e.x, e.br.PackApplyQueuedValset(s2)))
+
+	// A queued update made stale by a small one.
+	_, s3 := mk(3, nil, 3, 1, 1, 1) // all new: queued
+	e.bsend(e.bc, e.x, upd(v2, s2, s3))
+	s3b := OGPUBridgeValset{s2.Validators, []uint32{1000, 1000, 1000}, 3} // small move: at once
+	e.bsend(e.bc, e.x, upd(v2, s2, s3b))
+	if n := nonce(); n != 3 {
+		t.Fatalf("valset nonce %d, want 3", n)
+	}
+	e.advance(testValsetDelay * time.Second)
+	wantErr[OGPUBridgeNotQueuedValset](t, e.brefused(e.bc, e.x, e.br.PackApplyQueuedValset(s3)))
 }

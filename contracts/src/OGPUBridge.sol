@@ -54,6 +54,17 @@ import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/Messa
 /// blocks that too, which is what the delay is for. A queued withdrawal is
 /// never cancelled (the app-chain has already debited it). Withdrawn is
 /// emitted once per nonce, when the tokens actually leave.
+///
+/// Valset timelock. An update whose new set keeps less than 2/3 of the
+/// current set's power distribution (overlap = sum over validators in both
+/// sets of min(old power share, new power share); the update is delayed when
+/// overlap < 2/3, i.e. it moves more than 1/3 of the power) is not applied at
+/// once: it is queued (ValsetQueued) and anyone applies it with
+/// applyQueuedValset() after valsetDelay, unless the guardian has paused.
+/// Meanwhile the current set keeps signing. An update that moves at most 1/3
+/// applies at once and makes a queued one stale. Limitation: a sequence of
+/// updates each moving at most 1/3 is not delayed; the app-chain's signers
+/// must refuse to sign such a sequence faster than valsetDelay.
 contract OGPUBridge {
     using SafeERC20 for IERC20;
 
@@ -111,10 +122,17 @@ contract OGPUBridge {
 
     /// @notice Queued withdrawals by nonce (amount zero: none).
     mapping(uint64 => Queued) public queued;
+    /// @notice Seconds a valset update that moves more than 1/3 of the power waits.
+    uint64 public immutable valsetDelay;
+    /// @notice The checkpoint of the queued valset update (zero: none).
+    bytes32 public pendingValsetCheckpoint;
+    /// @notice When the queued valset update can be applied.
+    uint64 public pendingValsetReadyAt;
 
     event Deposited(uint64 indexed nonce, address indexed from, address recipient, uint256 amount);
     event Withdrawn(uint64 indexed nonce, address indexed to, uint256 amount);
     event WithdrawalQueued(uint64 indexed nonce, address indexed to, uint256 amount, uint64 readyAt);
+    event ValsetQueued(uint64 indexed nonce, bytes32 checkpoint, uint64 readyAt, address[] validators, uint32[] powers);
     event Paused(address indexed guardian);
     event Unpaused(uint64 indexed nonce);
     event ValsetUpdated(uint64 indexed nonce, bytes32 checkpoint, address[] validators, uint32[] powers);
@@ -153,6 +171,8 @@ contract OGPUBridge {
     error NotQueued(uint64 nonce);
     /// @notice The queued withdrawal can be paid from readyAt on.
     error NotReady(uint64 nonce, uint64 readyAt);
+    /// @notice The set given is not the queued valset update.
+    error NotQueuedValset(bytes32 checkpoint);
 
     /// @param token_ the oGPU token (it should exempt this bridge from its tax).
     /// @param appChainIdHash_ keccak256 of the app-chain's chain id.
@@ -161,6 +181,7 @@ contract OGPUBridge {
     /// @param outflowCap_ the outflow bucket (see the contract doc).
     /// @param largeWithdrawal_ amounts from which a withdrawal always waits.
     /// @param withdrawalDelay_ seconds a queued withdrawal waits.
+    /// @param valsetDelay_ seconds a valset update that moves more than 1/3 of the power waits.
     constructor(
         IERC20 token_,
         bytes32 appChainIdHash_,
@@ -168,10 +189,14 @@ contract OGPUBridge {
         address guardian_,
         uint256 outflowCap_,
         uint256 largeWithdrawal_,
-        uint64 withdrawalDelay_
+        uint64 withdrawalDelay_,
+        uint64 valsetDelay_
     ) {
         if (address(token_) == address(0) || guardian_ == address(0)) revert ZeroAddress();
-        if (outflowCap_ == 0 || largeWithdrawal_ == 0 || withdrawalDelay_ == 0) revert BadLimits();
+        if (outflowCap_ == 0 || largeWithdrawal_ == 0 || withdrawalDelay_ == 0 || valsetDelay_ == 0) {
+            revert BadLimits();
+        }
+        valsetDelay = valsetDelay_;
         outflowCap = outflowCap_;
         largeWithdrawal = largeWithdrawal_;
         withdrawalDelay = withdrawalDelay_;
@@ -257,9 +282,66 @@ contract OGPUBridge {
         _checkCurrent(current);
         bytes32 cp = _checkpoint(domain, next);
         _checkSignatures(current, cp, sigs);
+        if (_movesMoreThanAThird(current, next)) {
+            uint64 readyAt = uint64(block.timestamp) + valsetDelay;
+            pendingValsetCheckpoint = cp;
+            pendingValsetReadyAt = readyAt;
+            emit ValsetQueued(next.nonce, cp, readyAt, next.validators, next.powers);
+            return;
+        }
+        _applyValset(next, cp);
+    }
+
+    /// @notice Applies the queued valset update once valsetDelay has passed;
+    /// anyone may call it, not while paused.
+    function applyQueuedValset(Valset calldata next) external {
+        if (paused) revert IsPaused();
+        bytes32 cp = _checkpoint(domain, next);
+        if (cp != pendingValsetCheckpoint || cp == bytes32(0)) revert NotQueuedValset(cp);
+        if (next.nonce != valsetNonce + 1) revert WrongValsetNonce(next.nonce, valsetNonce + 1);
+        if (block.timestamp < pendingValsetReadyAt) revert NotReady(next.nonce, pendingValsetReadyAt);
+        _applyValset(next, cp);
+    }
+
+    function _applyValset(Valset calldata next, bytes32 cp) private {
         valsetCheckpoint = cp;
         valsetNonce = next.nonce;
+        delete pendingValsetCheckpoint;
+        delete pendingValsetReadyAt;
         emit ValsetUpdated(next.nonce, cp, next.validators, next.powers);
+    }
+
+    /// @dev overlap/(oldTotal*newTotal) = sum over common validators of
+    /// min(old_i/oldTotal, new_i/newTotal); true when that is below 2/3.
+    /// Both sets are sorted ascending, so one merge walk finds the common ones.
+    function _movesMoreThanAThird(Valset calldata cur, Valset calldata next) private pure returns (bool) {
+        uint256 oldTotal;
+        uint256 newTotal;
+        for (uint256 i = 0; i < cur.powers.length; i++) {
+            oldTotal += cur.powers[i];
+        }
+        for (uint256 j = 0; j < next.powers.length; j++) {
+            newTotal += next.powers[j];
+        }
+        uint256 overlap;
+        uint256 a;
+        uint256 b;
+        while (a < cur.validators.length && b < next.validators.length) {
+            address x = cur.validators[a];
+            address y = next.validators[b];
+            if (x < y) {
+                a++;
+            } else if (y < x) {
+                b++;
+            } else {
+                uint256 o = uint256(cur.powers[a]) * newTotal;
+                uint256 n = uint256(next.powers[b]) * oldTotal;
+                overlap += o < n ? o : n;
+                a++;
+                b++;
+            }
+        }
+        return overlap * 3 < oldTotal * newTotal * 2;
     }
 
     /// @notice Stops deposits and withdrawals; only the guardian may call it.
