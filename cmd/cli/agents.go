@@ -479,7 +479,7 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
 	}
-	if ranges, err := planSplit(ctx, cmd, modelStr, j.Redundancy); err != nil {
+	if ranges, err := splitRanges(ctx, cmd, modelStr, j.Redundancy); err != nil {
 		return err
 	} else if ranges != nil {
 		return runSplitJob(ctx, cmd, modelStr, ranges, j)

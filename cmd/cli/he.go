@@ -16,6 +16,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/he/example"
+	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
 // Files of an HE key directory.
@@ -650,7 +651,7 @@ and whether it fits the preset's depth. A model that does not validate is
 described as far as it can be, with the reason, and the command fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if isGGUF(args[0]) {
+			if llm.IsGGUF(args[0]) {
 				return inspectLLM(cmd, args[0])
 			}
 			raw, err := os.ReadFile(args[0])

@@ -23,7 +23,7 @@ func TestModelSplitCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var plan SplitOutput
+	var plan llm.SplitPlan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -36,7 +36,7 @@ func TestSplitJobRunProcesses(t *testing.T) {
 		t.Run(fmt.Sprintf("stages%d", stages), func(t *testing.T) {
 			e := startSplitEnv(t, 2*stages)
 			slices := t.TempDir()
-			var plan SplitOutput
+			var plan llm.SplitPlan
 			if err := json.Unmarshal([]byte(e.ok("model", "split", model, "--stages", fmt.Sprint(stages), "--out", slices, "-o", "json")), &plan); err != nil {
 				t.Fatal(err)
 			}
