@@ -335,6 +335,14 @@ func TestSplitStrangerFramesRefused(t *testing.T) {
 			t.Fatalf("%s was punished", name)
 		}
 	}
+	// Input transcripts (the prompt, in effect) go to active validators of
+	// a dispute only: the stranger asking for one is refused.
+	jv, _ := n.c.Job(n.ctx, res.Job)
+	pv, _ := n.c.Provider(n.ctx, jv.Tasks[0].Slots[0].Provider)
+	pid, _ := peer.Decode(pv.PeerID)
+	if _, err := FetchTranscript(n.ctx, sh, pid, res.Job, 0, 0); err == nil || !strings.Contains(err.Error(), "is not disputed") {
+		t.Fatalf("a stranger fetched a transcript: %v", err)
+	}
 	n.supplyIsCap()
 }
 
@@ -421,4 +429,29 @@ func TestSplitWorkerAbortResumed(t *testing.T) {
 		}
 	}
 	n.supplyIsCap()
+}
+
+// TestChooseSplit: --stages 1 runs whole; a split needs the model file; a
+// split of the file follows the cut; with no stages, the providers' memory
+// decides (the test net's providers advertise none: the whole model, said why).
+func TestChooseSplit(t *testing.T) {
+	n := newTestNet(t)
+	ctx := n.ctx
+	if r, _, err := ChooseSplit(ctx, n.c, n.modelPath, 1, nil, 2, 512); r != nil || err != nil {
+		t.Fatalf("stages 1: %v %v", r, err)
+	}
+	if _, _, err := ChooseSplit(ctx, n.c, "0x1234", 2, nil, 2, 512); err == nil || !strings.Contains(err.Error(), "GGUF file") {
+		t.Fatalf("split of a hash: %v", err)
+	}
+	r, _, err := ChooseSplit(ctx, n.c, n.modelPath, 0, []int{2, 4}, 2, 512)
+	if err != nil || len(r) != 3 || r[1].From != 2 || r[2].From != 4 {
+		t.Fatalf("cut at 2,4: %v %v", r, err)
+	}
+	if _, _, err := ChooseSplit(ctx, n.c, n.modelPath, 2, []int{4, 2}, 2, 512); err == nil {
+		t.Fatal("bad cut points accepted")
+	}
+	r, note, err := ChooseSplit(ctx, n.c, n.modelPath, 0, nil, 2, 512)
+	if err != nil || r != nil || !strings.Contains(note, "running the whole model") {
+		t.Fatalf("planning without advertised memory: %v %q %v", r, note, err)
+	}
 }
