@@ -217,15 +217,7 @@ func TestSplitStageKilledReplayed(t *testing.T) {
 		if pieces++; pieces != 5 {
 			return
 		}
-		for name, tp := range provs {
-			tp.agent.mu.Lock()
-			for k, r := range tp.agent.splitRestarts {
-				if k.Stage == 1 && r.chain == 1 {
-					killed = name
-				}
-			}
-			tp.agent.mu.Unlock()
-		}
+		killed = runningSlot(provs, 1, 1)
 		t.Logf("killing %s, the last stage of chain 1, after 5 tokens", killed)
 		provs[killed].kill()
 	})
@@ -390,15 +382,7 @@ func TestSplitWorkerAbortResumed(t *testing.T) {
 		if pieces++; pieces != 5 {
 			return
 		}
-		for name, tp := range provs {
-			tp.agent.mu.Lock()
-			for k, r := range tp.agent.splitRestarts {
-				if k.Stage == 0 && r.chain == 0 {
-					aborted = name
-				}
-			}
-			tp.agent.mu.Unlock()
-		}
+		aborted = runningSlot(provs, 0, 0)
 		pid := workerPid(t, filepath.Join(n.home, aborted))
 		t.Logf("SIGABRT to %s's stage worker (pid %d) after 5 tokens", aborted, pid)
 		syscall.Kill(pid, syscall.SIGABRT)
@@ -454,4 +438,19 @@ func TestChooseSplit(t *testing.T) {
 	if err != nil || r != nil || !strings.Contains(note, "running the whole model") {
 		t.Fatalf("planning without advertised memory: %v %q %v", r, note, err)
 	}
+}
+
+// runningSlot names the provider running slot chain of stage of a split job.
+func runningSlot(provs map[string]*testProvider, stage, chain uint16) string {
+	for name, tp := range provs {
+		tp.agent.mu.Lock()
+		for k, r := range tp.agent.splitRestarts {
+			if k.Stage == stage && r.chain == chain {
+				tp.agent.mu.Unlock()
+				return name
+			}
+		}
+		tp.agent.mu.Unlock()
+	}
+	return ""
 }
