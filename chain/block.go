@@ -7,6 +7,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
 
+	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
@@ -108,6 +109,7 @@ func padAddr(b []byte) []byte {
 // power changes for CometBFT, and pays the fee pool to validators by power.
 func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []escrow.PowerUpdate {
 	market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: string(kv.Get(ChainIDKey()))}).EndBlock()
+	bridge.NewKeeper(bridge.Context{KV: kv, Params: p, ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: evs}).EndBlock()
 	k := escrow.NewKeeper(kv)
 	for _, m := range k.MatureUnbondings(env.height) {
 		evs.Emit(escrow.EventUnbonded{Account: m.Addr, Amount: m.Amount})

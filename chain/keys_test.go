@@ -70,6 +70,7 @@ func TestKeyPrefixesDistinct(t *testing.T) {
 		{"fee pool", escrow.FeePoolKey()},
 		{"burned", escrow.BurnedKey()},
 		{"bridge reserve", escrow.BridgeReserveKey()},
+		{"bridge outbound", escrow.BridgeOutboundKey()},
 	}
 	for i, x := range keys {
 		for _, y := range keys[i+1:] {

@@ -49,6 +49,8 @@ type SupplyView struct {
 	Burned        *uint256.Int `json:"burned"`
 	FeePool       *uint256.Int `json:"fee_pool"`
 	BridgeReserve *uint256.Int `json:"bridge_reserve"`
+	// BridgeOutbound is withdrawn to Ethereum, not yet paid out there.
+	BridgeOutbound *uint256.Int `json:"bridge_outbound"`
 	// Circulating is everything held in accounts on this chain.
 	Circulating *uint256.Int `json:"circulating"`
 	// Bonded, Unbonding and Locked are stake and job escrow.
@@ -61,8 +63,10 @@ type SupplyView struct {
 // while the supply invariant holds.
 func (s *SupplyView) Total() *uint256.Int {
 	t := new(uint256.Int)
-	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.Burned} {
-		t.Add(t, x)
+	for _, x := range []*uint256.Int{s.Circulating, s.Bonded, s.Unbonding, s.Locked, s.FeePool, s.BridgeReserve, s.BridgeOutbound, s.Burned} {
+		if x != nil {
+			t.Add(t, x)
+		}
 	}
 	return t
 }
@@ -154,7 +158,7 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		k := escrow.NewKeeper(snap)
 		circ := new(uint256.Int)
 		k.IterateBalances(func(_ types.Address, b *uint256.Int) bool { circ.Add(circ, b); return false })
-		return jsonRes(SupplyView{MaxSupply: types.MaxSupply, Burned: k.Burned(), FeePool: k.FeePool(), BridgeReserve: k.BridgeReserve(), Circulating: circ,
+		return jsonRes(SupplyView{MaxSupply: types.MaxSupply, Burned: k.Burned(), FeePool: k.FeePool(), BridgeReserve: k.BridgeReserve(), BridgeOutbound: k.BridgeOutbound(), Circulating: circ,
 			Bonded: k.TotalBonded(), Unbonding: k.TotalUnbonding(), Locked: k.TotalLocked()})
 	case path == QueryValidators:
 		vals := []ValidatorView{}

@@ -6,6 +6,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
@@ -120,6 +121,22 @@ var handoffWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 // max_bids_per_stage of them; the deadlines it moves are the job's own
 // (the post paid stage_gas for them), at most MaxSplitReplacements times.
 var replaceWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
+// keyProofWork is a bridge key's proof of possession: one secp256k1
+// recovery, charged like a hand-off proof.
+var keyProofWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
+// bridgeHandler adapts a bridge keeper method to a handler.
+func bridgeHandler(fn func(k *bridge.Keeper, from types.Address) error) handler {
+	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
+		var evs types.Events
+		k := bridge.NewKeeper(bridge.Context{KV: kv, Params: getParams(kv), ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: &evs})
+		if err := fn(k, from); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	}
+}
 
 func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	switch m.Type {
@@ -251,6 +268,15 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		return decode(m.Data, market.DecodeMsgReplaceStage, func(msg *market.MsgReplaceStage) handler {
 			*work = replaceWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ReplaceStage(from, msg) })
+		})
+	case types.MsgTypeSetBridgeKey:
+		return decode(m.Data, bridge.DecodeMsgSetBridgeKey, func(msg *bridge.MsgSetBridgeKey) handler {
+			*work = keyProofWork
+			return bridgeHandler(func(k *bridge.Keeper, from types.Address) error { return k.SetKey(from, msg.Key, msg.Proof) })
+		})
+	case types.MsgTypeBridgeWithdraw:
+		return decode(m.Data, bridge.DecodeMsgBridgeWithdraw, func(msg *bridge.MsgBridgeWithdraw) handler {
+			return bridgeHandler(func(k *bridge.Keeper, from types.Address) error { _, err := k.Withdraw(from, msg.To, msg.Amount); return err })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

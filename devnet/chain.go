@@ -123,9 +123,9 @@ func (d *devnet) printBalances(title string) error {
 	if !total.Eq(types.MaxSupply) {
 		check = "!= the cap " + types.FormatAmount(types.MaxSupply)
 	}
-	fmt.Fprintf(d.w, "   accounts %s + bonded %s + unbonding %s + job escrow %s + fee pool %s + bridge reserve %s + burned %s = %s %s\n",
+	fmt.Fprintf(d.w, "   accounts %s + bonded %s + unbonding %s + job escrow %s + fee pool %s + bridge reserve %s + bridge out %s + burned %s = %s %s\n",
 		types.FormatAmount(s.Circulating), types.FormatAmount(s.Bonded), types.FormatAmount(s.Unbonding), types.FormatAmount(s.Locked),
-		types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.Burned), types.FormatAmount(total), check)
+		types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.BridgeOutbound), types.FormatAmount(s.Burned), types.FormatAmount(total), check)
 	if !total.Eq(types.MaxSupply) {
 		return fmt.Errorf("supply does not add up")
 	}

@@ -47,6 +47,46 @@ func (k Keeper) Burned() *uint256.Int { return getAmount(k.kv, BurnedKey()) }
 // BridgeReserve returns the oGPU held for the Ethereum side of the bridge.
 func (k Keeper) BridgeReserve() *uint256.Int { return getAmount(k.kv, BridgeReserveKey()) }
 
+// BridgeOutbound returns the oGPU withdrawn to Ethereum and not yet paid
+// out there: debited from accounts, held until the validators attest the
+// contract's Withdrawn event.
+func (k Keeper) BridgeOutbound() *uint256.Int { return getAmount(k.kv, BridgeOutboundKey()) }
+
+// CreditFromReserve pays an attested deposit: amt moves from the bridge
+// reserve to addr. It fails, changing nothing, if the reserve is short
+// (the Ethereum side then holds more than the cap: the bridge is broken).
+func (k Keeper) CreditFromReserve(addr types.Address, amt *uint256.Int) error {
+	reserve := k.BridgeReserve()
+	if reserve.Lt(amt) {
+		return fmt.Errorf("bridge reserve holds %s, the deposit is %s", types.FormatAmount(reserve), types.FormatAmount(amt))
+	}
+	setAmount(k.kv, BridgeReserveKey(), new(uint256.Int).Sub(reserve, amt))
+	k.add(addr, amt)
+	return nil
+}
+
+// DebitToOutbound moves a withdrawal of amt from addr into the outbound
+// bridge escrow.
+func (k Keeper) DebitToOutbound(addr types.Address, amt *uint256.Int) error {
+	if err := k.sub(addr, amt); err != nil {
+		return err
+	}
+	setAmount(k.kv, BridgeOutboundKey(), new(uint256.Int).Add(k.BridgeOutbound(), amt))
+	return nil
+}
+
+// OutboundToReserve closes a withdrawal paid on Ethereum: amt moves from
+// the outbound escrow back to the reserve (the tokens left the contract).
+func (k Keeper) OutboundToReserve(amt *uint256.Int) error {
+	out := k.BridgeOutbound()
+	if out.Lt(amt) {
+		return fmt.Errorf("outbound bridge escrow holds %s, the withdrawal is %s", types.FormatAmount(out), types.FormatAmount(amt))
+	}
+	setAmount(k.kv, BridgeOutboundKey(), new(uint256.Int).Sub(out, amt))
+	setAmount(k.kv, BridgeReserveKey(), new(uint256.Int).Add(k.BridgeReserve(), amt))
+	return nil
+}
+
 // sub debits amt from addr's balance.
 func (k Keeper) sub(addr types.Address, amt *uint256.Int) error {
 	bal := k.Balance(addr)
@@ -112,7 +152,7 @@ func (k Keeper) IterateBalances(fn func(addr types.Address, bal *uint256.Int) (s
 // SupplyInvariant checks that every oGPU is somewhere:
 //
 //	sum(balances) + sum(job escrow) + sum(bonded) + sum(unbonding)
-//	  + fee pool + bridge reserve + burned == MaxSupply
+//	  + fee pool + bridge reserve + bridge outbound + burned == MaxSupply
 //
 // summing the stored entries themselves, not the running totals.
 func SupplyInvariant(r store.KV) error {
@@ -127,7 +167,7 @@ func SupplyInvariant(r store.KV) error {
 	k.IterateLocked(func(_ uint64, amt *uint256.Int) bool { add(amt); return false })
 	k.IterateBonded(func(_ types.Address, amt *uint256.Int) bool { add(amt); return false })
 	k.IterateUnbonding(func(_ types.Address, u Unbonding) bool { add(u.Amount); return false })
-	for _, a := range []*uint256.Int{k.FeePool(), k.BridgeReserve(), k.Burned()} {
+	for _, a := range []*uint256.Int{k.FeePool(), k.BridgeReserve(), k.BridgeOutbound(), k.Burned()} {
 		add(a)
 	}
 	if overflow || !total.Eq(types.MaxSupply) {

@@ -3,7 +3,8 @@
 // unbonding and slashing). Every movement of oGPU goes through the Keeper,
 // which keeps the supply invariant:
 //
-//	sum(balances) + fee pool + bridge reserve == MaxSupply - burned
+//	sum(balances) + job escrow + stakes + fee pool + bridge reserve
+//	  + bridge outbound == MaxSupply - burned
 //
 // It is a pure state machine: it reads and writes a store.KV and nothing else.
 package escrow
@@ -29,6 +30,7 @@ const (
 	prefixValidator  byte = 0x19 // 0x19 | operator(20) -> rlp(Validator)
 	prefixConsKey    byte = 0x1a // 0x1a | ed25519 pubkey(32) -> operator(20)
 	prefixPower      byte = 0x1b // 0x1b | ed25519 pubkey(32) -> uint64: power last sent to CometBFT
+	keyBridgeOut     byte = 0x1c // 0x1c -> uint256: withdrawals to Ethereum not yet paid there
 )
 
 // Kinds of running totals under keyTotals.
@@ -55,6 +57,9 @@ func ParseBalanceKey(key []byte) (types.Address, error) {
 func FeePoolKey() []byte       { return []byte{keyFeePool} }
 func BurnedKey() []byte        { return []byte{keyBurned} }
 func BridgeReserveKey() []byte { return []byte{keyBridgeReserve} }
+
+// BridgeOutboundKey is the singleton key of the outbound bridge escrow.
+func BridgeOutboundKey() []byte { return []byte{keyBridgeOut} }
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

@@ -43,6 +43,55 @@ type Params struct {
 	// WorkGas prices what a message makes the chain do beyond msg_gas:
 	// a posted job's close and deadlines, a bid's eligibility matching.
 	WorkGas WorkGas `json:"work_gas" rlp:"optional"`
+	// Bridge: the Ethereum bridge; absent, it is off.
+	Bridge *BridgeParams `json:"bridge,omitempty" rlp:"optional"`
+}
+
+// BridgeParams name the Ethereum deployment the validators attest and sign
+// for, and bound what the bridge does per block (package bridge).
+type BridgeParams struct {
+	// EthChainID and Contract are the Ethereum chain and the OGPUBridge
+	// contract: both go into every digest validators sign.
+	EthChainID uint64        `json:"eth_chain_id"`
+	Contract   types.Address `json:"contract"`
+	// MinWithdrawal is the smallest withdrawal: each one costs every
+	// validator a signature and a relayer Ethereum gas.
+	MinWithdrawal *uint256.Int `json:"min_withdrawal"`
+	// MaxPendingWithdrawals bounds the withdrawals waiting for signatures
+	// (a spammer paying the minimum fee cannot outgrow the validators'
+	// signing, MaxSigs per block each).
+	MaxPendingWithdrawals uint64 `json:"max_pending_withdrawals"`
+	// ValsetChangeBps is how much of the normalized power must move (sum
+	// of |old - new| over 2^32, in basis points) before the chain asks the
+	// validators to sign a new valset for the contract; any member joining
+	// or leaving does too.
+	ValsetChangeBps uint64 `json:"valset_change_bps"`
+}
+
+// DefaultBridgeParams leave Contract empty: the deployment fills it in.
+func DefaultBridgeParams() BridgeParams {
+	return BridgeParams{
+		MinWithdrawal:         types.OGPU(1),
+		MaxPendingWithdrawals: 256,
+		ValsetChangeBps:       500,
+	}
+}
+
+// Validate checks the bridge parameters.
+func (p *BridgeParams) Validate() error {
+	switch {
+	case p.EthChainID == 0:
+		return fmt.Errorf("params.bridge.eth_chain_id is missing")
+	case p.Contract == (types.Address{}):
+		return fmt.Errorf("params.bridge.contract is missing: deploy OGPUBridge and put its address here")
+	case p.MinWithdrawal == nil || p.MinWithdrawal.IsZero():
+		return fmt.Errorf("params.bridge.min_withdrawal must be positive")
+	case p.MaxPendingWithdrawals == 0 || p.MaxPendingWithdrawals > 65_536:
+		return fmt.Errorf("params.bridge.max_pending_withdrawals = %d: want 1..65536", p.MaxPendingWithdrawals)
+	case p.ValsetChangeBps == 0 || p.ValsetChangeBps > 10_000:
+		return fmt.Errorf("params.bridge.valset_change_bps = %d: want 1..10000", p.ValsetChangeBps)
+	}
+	return nil
 }
 
 // WorkGas is the gas of the work a message causes, charged on top of
@@ -350,6 +399,11 @@ func (p Params) Validate() error {
 	}
 	if err := p.Market.Validate(); err != nil {
 		return err
+	}
+	if p.Bridge != nil {
+		if err := p.Bridge.Validate(); err != nil {
+			return err
+		}
 	}
 	if p.Staking.UnbondingBlocks <= p.Market.MaxJobBlocks+p.Market.DisputeBlocks {
 		return fmt.Errorf("params.staking.unbonding_blocks = %d must exceed market.max_job_blocks + market.dispute_blocks = %d, so stake stays slashable until every job it backed is judged",

@@ -167,6 +167,10 @@ const (
 	MsgTypeRevealTranscript MsgType = 20
 	MsgTypeProveHandoff     MsgType = 21
 	MsgTypeReplaceStage     MsgType = 22
+
+	// Bridge to Ethereum (bridge).
+	MsgTypeSetBridgeKey   MsgType = 23
+	MsgTypeBridgeWithdraw MsgType = 24
 )
 
 // AddressLength is the length of an address in bytes.

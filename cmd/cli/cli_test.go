@@ -196,7 +196,7 @@ func TestCLISendSignOnlyReplayAndTamper(t *testing.T) {
 	var supply chain.SupplyView
 	json.Unmarshal([]byte(e.ok("query", "supply", "-o", "json")), &supply)
 	total := new(uint256.Int)
-	for _, x := range []*uint256.Int{supply.Circulating, supply.FeePool, supply.BridgeReserve, supply.Bonded, supply.Unbonding, supply.Locked, supply.Burned} {
+	for _, x := range []*uint256.Int{supply.Circulating, supply.FeePool, supply.BridgeReserve, supply.BridgeOutbound, supply.Bonded, supply.Unbonding, supply.Locked, supply.Burned} {
 		total.Add(total, x)
 	}
 	// The fees went to the fee pool and on to the validator at each block's end.

@@ -222,6 +222,7 @@ func (e *marketEnv) checkSupply(jobs ...uint64) {
 	total.Add(total, s.FeePool)
 	total.Add(total, s.Burned)
 	total.Add(total, s.BridgeReserve)
+	total.Add(total, s.BridgeOutbound)
 	if want := types.OGPU(21_000_000); !total.Eq(want) {
 		e.t.Fatalf("balances %s + stake %s + escrow + fee pool %s + burned %s + bridge reserve %s = %s, want exactly %s",
 			types.FormatAmount(balances), types.FormatAmount(staked), types.FormatAmount(s.FeePool), types.FormatAmount(s.Burned),

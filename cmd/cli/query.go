@@ -263,9 +263,9 @@ func newQuerySupplyCmd() *cobra.Command {
 				return err
 			}
 			return output(cmd, s, func(w io.Writer) {
-				fmt.Fprintf(w, "max supply:     %s\naccounts:       %s\nbonded:         %s\nunbonding:      %s\njob escrow:     %s\nfee pool:       %s\nbridge reserve: %s\nburned:         %s\n",
+				fmt.Fprintf(w, "max supply:     %s\naccounts:       %s\nbonded:         %s\nunbonding:      %s\njob escrow:     %s\nfee pool:       %s\nbridge reserve: %s\nbridge out:     %s\nburned:         %s\n",
 					types.FormatAmount(s.MaxSupply), types.FormatAmount(s.Circulating), types.FormatAmount(s.Bonded), types.FormatAmount(s.Unbonding),
-					types.FormatAmount(s.Locked), types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.Burned))
+					types.FormatAmount(s.Locked), types.FormatAmount(s.FeePool), types.FormatAmount(s.BridgeReserve), types.FormatAmount(s.BridgeOutbound), types.FormatAmount(s.Burned))
 				total := s.Total()
 				verdict := "equals the cap"
 				if !total.Eq(s.MaxSupply) {
