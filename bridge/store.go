@@ -18,7 +18,7 @@ const (
 	keyDepositNonce  byte = 0x42 // 0x42 -> uint64: last deposit nonce credited
 	prefixWithdrawal byte = 0x43 // 0x43 | nonce(8) -> rlp(Withdrawal)
 	keyWithdrawNonce byte = 0x44 // 0x44 -> uint64: last withdrawal nonce assigned
-	prefixPending    byte = 0x45 // 0x45 | nonce(8) -> {}: withdrawals not yet paid on Ethereum
+	prefixPending    byte = 0x45 // 0x45 | nonce(8) -> 0x01: withdrawals not yet paid on Ethereum
 	prefixWSig       byte = 0x46 // 0x46 | nonce(8) | signer(20) -> sig(65)
 	prefixValset     byte = 0x47 // 0x47 | nonce(8) -> rlp(Valset)
 	keyValsetNonce   byte = 0x48 // 0x48 -> uint64: latest valset nonce + 1 (0: none yet)

@@ -64,7 +64,7 @@ func (k *Keeper) Withdraw(from types.Address, to common.Address, amount *uint256
 	nonce := view.LastWithdrawal() + 1
 	setU64(k.ctx.KV, []byte{keyWithdrawNonce}, nonce)
 	setRLP(k.ctx.KV, withdrawalKey(nonce), &Withdrawal{Nonce: nonce, From: from, To: to, Amount: amount.Clone(), Height: k.ctx.Height})
-	k.ctx.KV.Set(pendingKey(nonce), []byte{})
+	k.ctx.KV.Set(pendingKey(nonce), []byte{1})
 	k.emit(EventWithdrawal{Nonce: nonce, From: from, To: to, Amount: amount})
 	return nonce, nil
 }

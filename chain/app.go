@@ -56,6 +56,9 @@ type App struct {
 	pool        MempoolLimits
 	ordinary    poolCount
 	maxBlockGas uint64
+
+	// extender makes this validator's vote extensions (voteext.go).
+	extender Extender
 }
 
 // Option configures an App.
@@ -263,6 +266,10 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 	var txs [][]byte
 	var size int64
 	var gas uint64
+	if inj := injection(params.Bridge != nil, req.LocalLastCommit); inj != nil && int64(len(inj)) <= req.MaxTxBytes {
+		txs = append(txs, inj)
+		size += int64(len(inj))
+	}
 	for _, i := range order {
 		tx, c := req.Txs[i], classes[i]
 		if c.gas > 0 && skipped[c.from] {
@@ -296,7 +303,17 @@ func (a *App) ProcessProposal(_ context.Context, req *abci.ProcessProposalReques
 	params := getParams(a.tree)
 	reject := &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}
 	var gas uint64
-	for _, bz := range req.Txs {
+	for i, bz := range req.Txs {
+		if isInjected(bz) {
+			if i != 0 || params.Bridge == nil {
+				return reject, nil
+			}
+			if _, _, err := checkInjected(a.tree, string(a.tree.Get(ChainIDKey())), req.Height, bz, req.ProposedLastCommit); err != nil {
+				a.logger.Info("proposal rejected: bad injected commit", "height", req.Height, "err", err)
+				return reject, nil
+			}
+			continue
+		}
 		if uint64(len(bz)) > params.MaxTxBytes {
 			return reject, nil
 		}
@@ -331,6 +348,10 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 	beginBlock(block, params, env, req, &events)
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
+		if i == 0 && isInjected(tx) {
+			results[i] = a.applyInjected(block, params, env, tx, req.DecidedLastCommit)
+			continue
+		}
 		res := a.runTx(block, env, tx, false)
 		results[i] = &abci.ExecTxResult{
 			Code:      res.code,

@@ -276,7 +276,10 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		})
 	case types.MsgTypeBridgeWithdraw:
 		return decode(m.Data, bridge.DecodeMsgBridgeWithdraw, func(msg *bridge.MsgBridgeWithdraw) handler {
-			return bridgeHandler(func(k *bridge.Keeper, from types.Address) error { _, err := k.Withdraw(from, msg.To, msg.Amount); return err })
+			return bridgeHandler(func(k *bridge.Keeper, from types.Address) error {
+				_, err := k.Withdraw(from, msg.To, msg.Amount)
+				return err
+			})
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -221,6 +221,10 @@ func WriteGenesis(path string, gen *cmttypes.GenesisDoc, doc *genesis.Doc) error
 	if gen.ConsensusParams == nil {
 		gen.ConsensusParams = DefaultConsensusParams()
 	}
+	// The bridge's attestations travel in vote extensions (chain/voteext.go).
+	if doc.Params.Bridge != nil && gen.ConsensusParams.Feature.VoteExtensionsEnableHeight == 0 {
+		gen.ConsensusParams.Feature.VoteExtensionsEnableHeight = max(gen.InitialHeight, 1)
+	}
 	if err := doc.Params.Staking.CheckEvidenceAge(gen.ConsensusParams.Evidence.MaxAgeNumBlocks); err != nil {
 		return err
 	}
