@@ -15,10 +15,10 @@ import (
 // attest. Nonces are the contract's gap-free deposit nonces (1, 2, ...);
 // Amount is what the contract received (its balance difference).
 type Deposit struct {
-	Nonce     uint64
-	From      common.Address // the Ethereum sender
-	Recipient types.Address  // the app-chain account credited
-	Amount    *uint256.Int
+	Nonce     uint64         `json:"nonce"`
+	From      common.Address `json:"from"`      // the Ethereum sender
+	Recipient types.Address  `json:"recipient"` // the app-chain account credited
+	Amount    *uint256.Int   `json:"amount"`
 }
 
 // Equal reports whether d and o are the identical tuple.
@@ -30,9 +30,9 @@ func (d Deposit) Equal(o Deposit) bool {
 // Executed is one Withdrawn event of the contract: withdrawal Nonce paid To
 // Amount on Ethereum.
 type Executed struct {
-	Nonce  uint64
-	To     common.Address
-	Amount *uint256.Int
+	Nonce  uint64         `json:"nonce"`
+	To     common.Address `json:"to"`
+	Amount *uint256.Int   `json:"amount"`
 }
 
 // NonceSig is a validator's bridge-key signature over the digest of item
@@ -45,16 +45,16 @@ type NonceSig struct {
 // Member is one signer of a validator set: a validator's bridge address and
 // its power normalized to uint32.
 type Member struct {
-	Addr  common.Address
-	Power uint32
+	Addr  common.Address `json:"addr"`
+	Power uint32         `json:"power"`
 }
 
 // Valset is a validator set as the contract holds it: members sorted by
 // address, unique, non-zero powers, and a nonce that goes up by one per
 // update.
 type Valset struct {
-	Nonce   uint64
-	Members []Member
+	Nonce   uint64   `json:"nonce"`
+	Members []Member `json:"members"`
 }
 
 // Columns returns the set as the contract's two arrays.

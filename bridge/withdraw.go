@@ -28,15 +28,15 @@ import (
 
 // Withdrawal is one withdrawal to Ethereum.
 type Withdrawal struct {
-	Nonce  uint64
-	From   types.Address
-	To     common.Address
-	Amount *uint256.Int
+	Nonce  uint64         `json:"nonce"`
+	From   types.Address  `json:"from"`
+	To     common.Address `json:"to"`
+	Amount *uint256.Int   `json:"amount"`
 	// Height is the block that debited it.
-	Height uint64
+	Height uint64 `json:"height"`
 	// Executed is the block that saw its Withdrawn event attested (0:
 	// still in the outbound escrow).
-	Executed uint64
+	Executed uint64 `json:"executed,omitempty"`
 }
 
 // Withdraw debits amount from from and queues it for Ethereum address to.

@@ -183,6 +183,9 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		return jsonRes(ExportView{ChainID: chainID, Height: snap.Version(), AppState: doc})
 	default:
 		v, ok, err := marketQuery(snap, path, req.Data)
+		if !ok && err == nil {
+			v, ok, err = bridgeQuery(snap, path)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -288,3 +288,27 @@ func (c *Client) committedHeight(ctx context.Context) (int64, error) {
 	}
 	return info.Response.LastBlockHeight, nil
 }
+
+// Bridge returns the bridge's state (/bridge).
+func (c *Client) Bridge(ctx context.Context) (*chain.BridgeView, error) {
+	var v chain.BridgeView
+	return &v, c.queryJSON(ctx, chain.QueryBridge, &v)
+}
+
+// BridgeWithdrawal returns withdrawal n with its signatures.
+func (c *Client) BridgeWithdrawal(ctx context.Context, n uint64) (*chain.WithdrawalView, error) {
+	var v chain.WithdrawalView
+	return &v, c.queryJSON(ctx, chain.QueryBridgeWithdrawal+strconv.FormatUint(n, 10), &v)
+}
+
+// BridgePending lists the withdrawals not yet paid on Ethereum.
+func (c *Client) BridgePending(ctx context.Context) ([]chain.WithdrawalView, error) {
+	var v []chain.WithdrawalView
+	return v, c.queryJSON(ctx, chain.QueryBridgePending, &v)
+}
+
+// BridgeValset returns valset n with the signatures adopting it.
+func (c *Client) BridgeValset(ctx context.Context, n uint64) (*chain.ValsetView, error) {
+	var v chain.ValsetView
+	return &v, c.queryJSON(ctx, chain.QueryBridgeValset+strconv.FormatUint(n, 10), &v)
+}
