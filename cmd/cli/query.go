@@ -18,7 +18,7 @@ import (
 func newQueryCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "query", Aliases: []string{"q"}, Short: "Query the chain"}
 	cmd.PersistentFlags().Duration("timeout", 0, "request timeout (default 30s)")
-	cmd.AddCommand(newQueryBalanceCmd(), newQueryAccountCmd(), newQueryTxCmd(), newQueryBlockCmd(), newQueryParamsCmd(), newQuerySupplyCmd())
+	cmd.AddCommand(newQueryBalanceCmd(), newQueryAccountCmd(), newQueryTxCmd(), newQueryBlockCmd(), newQueryParamsCmd(), newQuerySupplyCmd(), newBridgeStatusCmd("bridge"))
 	cmd.AddCommand(marketQueryCmds()...)
 	return cmd
 }
