@@ -31,43 +31,55 @@ import (
 // maxNormalized is the largest normalized power total.
 const maxNormalized = 1<<32 - 1
 
-// DesiredValset is the set the chain's validators make now (nonce unset);
-// false when no validator with power has a bridge key.
-func (k *Keeper) DesiredValset() (*Valset, bool) {
-	type entry struct {
-		addr  common.Address
-		power uint64
-	}
-	var es []entry
+// Weighted is a validator's bridge address and voting power, the input of
+// NewValset.
+type Weighted struct {
+	Addr  common.Address
+	Power uint64
+}
+
+// NewValset normalizes voting powers into a contract valset: each power
+// scaled to power × (2^32 − 1) / total, zeros dropped, sorted by address.
+// Launch tooling uses it to deploy the contract with the set the chain
+// computes at genesis.
+func NewValset(nonce uint64, ws []Weighted) (*Valset, bool) {
 	var total uint64
+	for _, w := range ws {
+		total += w.Power
+	}
+	if total == 0 {
+		return nil, false
+	}
+	vs := &Valset{Nonce: nonce}
+	for _, w := range ws {
+		n := new(uint256.Int).Mul(uint256.NewInt(w.Power), uint256.NewInt(maxNormalized))
+		n.Div(n, uint256.NewInt(total))
+		if n.IsZero() {
+			continue
+		}
+		vs.Members = append(vs.Members, Member{Addr: w.Addr, Power: uint32(n.Uint64())})
+	}
+	slices.SortFunc(vs.Members, func(a, b Member) int { return bytes.Compare(a.Addr[:], b.Addr[:]) })
+	return vs, len(vs.Members) > 0
+}
+
+// DesiredValset is the set the chain's validators make now (nonce unset):
+// every validator with voting power and a bridge key; false when there is
+// none.
+func (k *Keeper) DesiredValset() (*Valset, bool) {
+	var ws []Weighted
 	view := NewView(k.ctx.KV)
 	k.escrow.IterateValidators(func(op types.Address, v *escrow.Validator) bool {
 		power := k.escrow.Power(k.ctx.Params.Staking, op, v)
 		if power <= 0 {
 			return false
 		}
-		addr, ok := view.KeyOf(op)
-		if !ok {
-			return false
+		if addr, ok := view.KeyOf(op); ok {
+			ws = append(ws, Weighted{addr, uint64(power)})
 		}
-		es = append(es, entry{addr, uint64(power)})
-		total += uint64(power)
 		return false
 	})
-	if total == 0 {
-		return nil, false
-	}
-	vs := &Valset{}
-	for _, e := range es {
-		n := new(uint256.Int).Mul(uint256.NewInt(e.power), uint256.NewInt(maxNormalized))
-		n.Div(n, uint256.NewInt(total))
-		if n.IsZero() {
-			continue
-		}
-		vs.Members = append(vs.Members, Member{Addr: e.addr, Power: uint32(n.Uint64())})
-	}
-	slices.SortFunc(vs.Members, func(a, b Member) int { return bytes.Compare(a.Addr[:], b.Addr[:]) })
-	return vs, len(vs.Members) > 0
+	return NewValset(0, ws)
 }
 
 // moved is the normalized power that differs between a and b, in basis

@@ -13,6 +13,9 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
+// ReadParams returns the chain's params stored in r.
+func ReadParams(r store.Reader) genesis.Params { return getParams(r) }
+
 func getParams(r store.Reader) genesis.Params {
 	var p genesis.Params
 	if err := rlp.DecodeBytes(r.Get(ParamsKey()), &p); err != nil {

@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/spf13/cobra"
 
 	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/node/ethbridge"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/wallet"
 )
 
 // newBridgeCmd is `ogpu bridge`: moving oGPU between the app-chain and
@@ -19,7 +23,7 @@ import (
 func newBridgeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bridge", Short: "Move oGPU between this chain and Ethereum"}
 	cmd.PersistentFlags().Duration("timeout", 0, "how long to wait (default 30s)")
-	cmd.AddCommand(newBridgeWithdrawCmd(), newBridgeStatusCmd("status"))
+	cmd.AddCommand(newBridgeWithdrawCmd(), newBridgeStatusCmd("status"), newBridgeDepositCmd())
 	return cmd
 }
 
@@ -134,4 +138,103 @@ func printBridge(w io.Writer, b *chain.BridgeView) {
 	} else {
 		fmt.Fprintln(w, "valset:          none yet (no validator has a bridge key)")
 	}
+}
+
+// DepositOutput is what `ogpu bridge deposit` prints.
+type DepositOutput struct {
+	Nonce     uint64         `json:"nonce"`
+	From      common.Address `json:"from"`
+	Recipient types.Address  `json:"recipient"`
+	Amount    string         `json:"amount"`
+	Credited  bool           `json:"credited"`
+	Height    int64          `json:"credited_at,omitempty"`
+}
+
+func newBridgeDepositCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deposit AMOUNT",
+		Short: "Lock AMOUNT oGPU in the Ethereum bridge for an account on this chain",
+		Long: `Approve and deposit AMOUNT of the oGPU ERC-20 from the --from key's Ethereum
+account (the wallet's keys are Ethereum keys) into the bridge named by this
+chain's params, for --to (default: the same address). The deposit is credited
+here once the validators see it in a finalized Ethereum block; with --wait the
+command waits for that.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			amt, err := types.ParseAmount(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := openSession(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			b, err := s.c.Bridge(s.ctx)
+			if err != nil {
+				return err
+			}
+			if b.Params == nil {
+				return fmt.Errorf("the bridge is off on this chain (genesis params.bridge is absent)")
+			}
+			to := s.from.Address
+			if t, _ := cmd.Flags().GetString("to"); t != "" {
+				if to, err = resolveAddress(cmd, t); err != nil {
+					return err
+				}
+			}
+			rpcURL, _ := cmd.Flags().GetString("eth-rpc")
+			eth, err := ethclient.DialContext(s.ctx, rpcURL)
+			if err != nil {
+				return fmt.Errorf("cannot reach the Ethereum node at %s: %w", rpcURL, err)
+			}
+			defer eth.Close()
+			pw, err := password(cmd, fmt.Sprintf("Password of %s: ", s.from.Name), false)
+			if err != nil {
+				return err
+			}
+			key, err := s.w.Unlock(s.from.Name, pw)
+			if err != nil {
+				return err
+			}
+			nonce, err := ethbridge.Deposit(s.ctx, eth, key, b.Params.Contract, to, amt)
+			wallet.Zero(key)
+			if err != nil {
+				return err
+			}
+			out := DepositOutput{Nonce: nonce, From: s.from.Address, Recipient: to, Amount: types.FormatAmount(amt)}
+			if wait, _ := cmd.Flags().GetBool("wait"); wait {
+				for {
+					b, err := s.c.Bridge(s.ctx)
+					if err != nil {
+						return err
+					}
+					if b.LastDeposit >= nonce {
+						out.Credited = true
+						break
+					}
+					select {
+					case <-s.ctx.Done():
+						return fmt.Errorf("deposit %d is on Ethereum but not credited yet (it needs a finalized block): check later with `ogpu query bridge`", nonce)
+					case <-time.After(500 * time.Millisecond):
+					}
+				}
+			}
+			return output(cmd, out, func(w io.Writer) {
+				fmt.Fprintf(w, "deposit %d: %s locked on Ethereum for %s\n", nonce, out.Amount, to)
+				if out.Credited {
+					fmt.Fprintln(w, "credited on this chain")
+				} else {
+					fmt.Fprintln(w, "credited here once its Ethereum block is finalized (`ogpu query bridge` shows the last deposit credited)")
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.String("from", "", "wallet key paying on Ethereum (required)")
+	f.String("to", "", "account credited on this chain (default: the same address)")
+	f.String("eth-rpc", "http://127.0.0.1:8545", "Ethereum JSON-RPC URL")
+	f.Bool("wait", false, "wait until the deposit is credited (see --timeout)")
+	_ = cmd.MarkFlagRequired("from")
+	return cmd
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/ethbridge"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -32,7 +33,7 @@ func NewOgpudCommand() *cobra.Command {
 		Version:       chain.Version,
 	}
 	root.PersistentFlags().String("home", "~/.ogpud", "node home directory")
-	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd(), newProviderCmd())
+	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd(), newProviderCmd(), newOgpudBridgeCmd())
 	return root
 }
 
@@ -193,7 +194,13 @@ func newStartCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, err := node.StartChainNode(ctx, conf, logger)
+			ethRPC, _ := cmd.Flags().GetString("eth-rpc")
+			opts, closeSidecar, err := ethbridge.ValidatorSidecar(home, conf.GenesisFile(), ethRPC, logger)
+			if err != nil {
+				return err
+			}
+			defer closeSidecar()
+			n, err := node.StartChainNode(ctx, conf, logger, opts...)
 			if err != nil {
 				return err
 			}
@@ -232,6 +239,7 @@ func newStartCmd() *cobra.Command {
 	addStartFlags(cmd)
 	cmd.Flags().Bool("provider", false, "also run a provider agent in this process (flags as in `ogpud provider run`)")
 	cmd.Flags().Bool("validator-agent", true, "re-check disputed LLM jobs and vote, if this node has an operator key")
+	cmd.Flags().String("eth-rpc", "", "this validator's own Ethereum node (JSON-RPC URL): needed when the chain has the bridge on and HOME/config/bridge_key.hex exists")
 	addProviderFlags(cmd)
 	return cmd
 }

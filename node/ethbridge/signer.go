@@ -1,6 +1,7 @@
 package ethbridge
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"slices"
@@ -139,7 +140,7 @@ func (s *Signer) Build(ctx context.Context, committed store.Reader) (*bridge.Ext
 		executed[x.Nonce] = true
 		paid.Add(paid, x.Amount)
 	}
-	slices.SortFunc(ext.Executed, func(a, b bridge.Executed) int { return cmpU64(a.Nonce, b.Nonce) })
+	slices.SortFunc(ext.Executed, func(a, b bridge.Executed) int { return cmp.Compare(a.Nonce, b.Nonce) })
 
 	// The cross-chain invariant, before any signature.
 	reserve := escrow.NewKeeper(kv).BridgeReserve()
@@ -183,16 +184,6 @@ func (s *Signer) Build(ctx context.Context, committed store.Reader) (*bridge.Ext
 		}
 	}
 	return ext, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type errNotRegistered struct{ addr common.Address }
