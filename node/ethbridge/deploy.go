@@ -137,7 +137,15 @@ func Deposit(ctx context.Context, c Client, key *ecdsa.PrivateKey, bridgeAddr co
 		return 0, fmt.Errorf("deposit: cannot read the bridge's token (is %s an OGPUBridge?): %w", bridgeAddr, err)
 	}
 	me := crypto.PubkeyToAddress(key.PublicKey)
-	allowed, err := bind.Call(tokenABI.Instance(c, token), at, tokenABI.PackAllowance(me, bridgeAddr), tokenABI.UnpackAllowance)
+	tc := tokenABI.Instance(c, token)
+	held, err := bind.Call(tc, at, tokenABI.PackBalanceOf(me), tokenABI.UnpackBalanceOf)
+	if err != nil {
+		return 0, fmt.Errorf("deposit: cannot read the balance: %w", err)
+	}
+	if held.Cmp(amount.ToBig()) < 0 {
+		return 0, fmt.Errorf("deposit: %s holds %s oGPU units, %s needed; nothing sent", me, held, amount)
+	}
+	allowed, err := bind.Call(tc, at, tokenABI.PackAllowance(me, bridgeAddr), tokenABI.UnpackAllowance)
 	if err != nil {
 		return 0, fmt.Errorf("deposit: cannot read the allowance: %w", err)
 	}
