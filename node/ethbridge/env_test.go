@@ -82,15 +82,15 @@ const testAppChain = "ogpu-test-1"
 // at h, the finalized block is h when h is a multiple of 32, else the last
 // multiple of 32 below h).
 type env struct {
-	t                                                           testing.TB
-	ctx                                                         context.Context
-	sim                                                         *simulated.Backend
-	c                                                           *mineClient
+	t                                                            testing.TB
+	ctx                                                          context.Context
+	sim                                                          *simulated.Backend
+	c                                                            *mineClient
 	deployer, holder, treasury, guardian, alice, bob, carol, rel account
-	vals                                                        []account // the validators' bridge keys, sorted by address
-	set                                                         bridge.Valset
-	token, bridge                                               common.Address
-	start                                                       uint64 // the bridge's deployment block
+	vals                                                         []account // the validators' bridge keys, sorted by address
+	set                                                          bridge.Valset
+	token, bridge                                                common.Address
+	start                                                        uint64 // the bridge's deployment block
 }
 
 func newEnv(t testing.TB, powers ...uint32) *env {
