@@ -91,6 +91,7 @@ var outcomeNames = map[Outcome]string{
 	ValsetAlreadyApplied: "valset already applied", ValsetAlreadyQueued: "valset already queued",
 }
 
+// String names the outcome in words.
 func (o Outcome) String() string {
 	if s, ok := outcomeNames[o]; ok {
 		return s
@@ -135,6 +136,7 @@ type PowerError struct {
 	Invalid       []InvalidSig
 }
 
+// Error gives the power numbers and the invalid signatures.
 func (e *PowerError) Error() string {
 	msg := fmt.Sprintf("%v: the valid signatures hold %d of %d power, strictly more than 2/3 (more than %d) is needed; nothing sent",
 		ErrInsufficientPower, e.Signed, e.Total, e.Total*2/3)

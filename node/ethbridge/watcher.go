@@ -44,6 +44,7 @@ type FinalityLagError struct {
 	Latest, Finalized, MaxLag uint64
 }
 
+// Error gives the head, the finalized block and the limit.
 func (e *FinalityLagError) Error() string {
 	return fmt.Sprintf("%v: the node's finalized block %d is %d blocks behind its head %d (at most %d allowed); reporting nothing until finality catches up",
 		ErrFinalityLag, e.Finalized, e.Latest-e.Finalized, e.Latest, e.MaxLag)

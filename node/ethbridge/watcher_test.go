@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/holiman/uint256"
@@ -92,6 +93,22 @@ func TestWatcherDepositsOnlyWhenFinalized(t *testing.T) {
 	if _, err := w.Observe(e.ctx, 0, 16, nil); err == nil {
 		t.Fatal("nextDeposit 0 accepted")
 	}
+	// Deposits 4 and 5 in one block: the watcher, which searches for 5
+	// from the block of 4, still finds it.
+	id, _ := e.c.ChainID(e.ctx)
+	for i := uint64(4); i <= 5; i++ {
+		opts := bind.NewKeyedTransactor(e.alice.key, id)
+		opts.GasLimit = 300_000
+		if _, err := bind.Transact(bridgeABI.Instance(e.c.Client, e.bridge), opts, bridgeABI.PackDeposit(e.bob.addr, ogpu(i).ToBig())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.sim.Commit()
+	e.finalize(e.head())
+	d4, d5 := dep(4, e.alice.addr, e.bob.addr, ogpu(4)), dep(5, e.alice.addr, e.bob.addr, ogpu(5))
+	wantDeposits(t, e.observe(w, 4, 16).Deposits, d4, d5)
+	wantDeposits(t, e.observe(w, 5, 16).Deposits, d5)
+	wantDeposits(t, e.observe(w, 6, 16).Deposits)
 }
 
 func (w *Watcher) observeDeposits(t *testing.T, next uint64) []bridge.Deposit {
