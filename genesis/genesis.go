@@ -54,6 +54,9 @@ type BridgeParams struct {
 	// contract: both go into every digest validators sign.
 	EthChainID uint64        `json:"eth_chain_id"`
 	Contract   types.Address `json:"contract"`
+	// StartBlock is the contract's deployment block: validators' watchers
+	// search its logs from there (not consensus data; a hint).
+	StartBlock uint64 `json:"eth_start_block"`
 	// MinWithdrawal is the smallest withdrawal: each one costs every
 	// validator a signature and a relayer Ethereum gas.
 	MinWithdrawal *uint256.Int `json:"min_withdrawal"`

@@ -52,7 +52,9 @@ type TestnetOptions struct {
 	// the valset the chain will compute at genesis (every validator gets a
 	// bridge key, registered by a genesis transaction): it deploys the
 	// Ethereum contract with that set and returns the params naming it.
-	Bridge func(valset0 *bridge.Valset) (*genesis.BridgeParams, error)
+	// onAppChain is what the genesis allocates outside the bridge
+	// reserve: the amount to lock in the contract before launch.
+	Bridge func(valset0 *bridge.Valset, onAppChain *uint256.Int) (*genesis.BridgeParams, error)
 }
 
 // BridgeKeyFile is where a validator's bridge key (hex secp256k1) lives.
@@ -155,7 +157,11 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 	}
 	if o.Bridge != nil {
 		vs, _ := bridge.NewValset(0, ws)
-		bp, err := o.Bridge(vs)
+		reserve, err := doc.BridgeReserve()
+		if err != nil {
+			return nil, err
+		}
+		bp, err := o.Bridge(vs, new(uint256.Int).Sub(types.MaxSupply, reserve))
 		if err != nil {
 			return nil, fmt.Errorf("bridge: %w", err)
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -46,13 +47,9 @@ relay: the contract checks every signature. Runs until interrupted.`,
 				return err
 			}
 			keyFile, _ := cmd.Flags().GetString("eth-key")
-			bz, err := os.ReadFile(keyFile)
+			key, err := readHexKey(keyFile)
 			if err != nil {
 				return fmt.Errorf("--eth-key: %w", err)
-			}
-			key, err := crypto.HexToECDSA(strings.TrimSpace(string(bz)))
-			if err != nil {
-				return fmt.Errorf("--eth-key %s: %w", keyFile, err)
 			}
 			b, err := c.Bridge(ctx)
 			if err != nil {
@@ -71,7 +68,7 @@ relay: the contract checks every signature. Runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			w, err := ethbridge.NewWatcher(ctx, eth, b.Params.Contract, ethbridge.WatcherOptions{ChainID: b.Params.EthChainID, AppChainID: chainID})
+			w, err := ethbridge.NewWatcher(ctx, eth, b.Params.Contract, ethbridge.WatcherOptions{StartBlock: b.Params.StartBlock, ChainID: b.Params.EthChainID, AppChainID: chainID})
 			if err != nil {
 				return err
 			}
@@ -161,4 +158,17 @@ key's proof of possession. Registering a new key rotates the old one out.`,
 	}
 	cmd.Flags().String("node", "tcp://127.0.0.1:26657", "node RPC")
 	return cmd
+}
+
+// readHexKey reads a file holding a hex secp256k1 private key.
+func readHexKey(path string) (*ecdsa.PrivateKey, error) {
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := crypto.HexToECDSA(strings.TrimSpace(string(bz)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return key, nil
 }

@@ -6,7 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/holiman/uint256"
 	"github.com/spf13/cobra"
+
+	"github.com/ogpu-network/ogpu/bridge"
+	"github.com/ogpu-network/ogpu/node/ethbridge"
 
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/node"
@@ -53,12 +58,38 @@ persistent peers between them on loopback ports. Start each with
 					return err
 				}
 			}
-			nodes, err := node.GenerateTestnet(node.TestnetOptions{Out: out, ChainID: chainID, Validators: n, Port: port, Commit: commit, Genesis: doc})
+			o := node.TestnetOptions{Out: out, ChainID: chainID, Validators: n, Port: port, Commit: commit, Genesis: doc}
+			ethRPC, _ := cmd.Flags().GetString("bridge-eth-rpc")
+			var launch *ethbridge.Launch
+			if ethRPC != "" {
+				keyFile, _ := cmd.Flags().GetString("bridge-deployer-key")
+				key, err := readHexKey(keyFile)
+				if err != nil {
+					return fmt.Errorf("--bridge-deployer-key: %w", err)
+				}
+				eth, err := ethclient.DialContext(cmd.Context(), ethRPC)
+				if err != nil {
+					return fmt.Errorf("cannot reach the Ethereum node at %s: %w", ethRPC, err)
+				}
+				defer eth.Close()
+				o.Bridge = func(vs *bridge.Valset, onAppChain *uint256.Int) (*genesis.BridgeParams, error) {
+					launch, err = ethbridge.LaunchBridge(cmd.Context(), eth, key, chainID, vs, onAppChain, ethbridge.DefaultLimits())
+					if err != nil {
+						return nil, err
+					}
+					return launch.Params, nil
+				}
+			}
+			nodes, err := node.GenerateTestnet(o)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "testnet %s: %d validators in %s\n", chainID, n, out)
+			if launch != nil {
+				fmt.Fprintf(w, "bridge: token %s, bridge %s (block %d) on Ethereum chain %d; valset 0 of %d bridge keys; start each validator with --eth-rpc URL\n",
+					launch.Token, launch.Bridge, launch.Block, launch.Params.EthChainID, n)
+			}
 			for _, nd := range nodes {
 				fmt.Fprintf(w, "  ogpud start --home %s    # %s, rpc %s\n", nd.Home, nd.Moniker, nd.RPC)
 			}
@@ -71,5 +102,7 @@ persistent peers between them on loopback ports. Start each with
 	cmd.Flags().Int("starting-port", 26656, "node i uses P2P port starting-port+10i and RPC port starting-port+10i+1")
 	cmd.Flags().StringArray("account", nil, "genesis allocation ADDRESS=AMOUNT (repeatable)")
 	cmd.Flags().Duration("timeout-commit", 500*time.Millisecond, "time between blocks")
+	cmd.Flags().String("bridge-eth-rpc", "", "deploy the oGPU token and bridge on this Ethereum node (JSON-RPC URL) and turn the bridge on; each validator gets a bridge key")
+	cmd.Flags().String("bridge-deployer-key", "", "with --bridge-eth-rpc: file with the hex key that deploys, owns the token (holding the supply not locked in the bridge) and guards the bridge")
 	return cmd
 }

@@ -103,7 +103,7 @@ func ValidatorSidecar(home, genesisFile, ethRPC string, logger log.Logger) ([]ch
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &Dialer{URL: ethRPC, Contract: bp.Contract, Opts: WatcherOptions{ChainID: bp.EthChainID, AppChainID: gen.ChainID}}
+	d := &Dialer{URL: ethRPC, Contract: bp.Contract, Opts: WatcherOptions{StartBlock: bp.StartBlock, ChainID: bp.EthChainID, AppChainID: gen.ChainID}}
 	s := NewSigner(d, key, logger.With("module", "bridge"))
 	logger.Info("bridge signer on", "key", s.Address(), "contract", bp.Contract, "eth_rpc", ethRPC)
 	return []chain.Option{chain.WithExtender(s)}, d.Close, nil
