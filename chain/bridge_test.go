@@ -480,3 +480,29 @@ func TestBridgeVerifyVoteExtension(t *testing.T) {
 		}
 	}
 }
+
+type extenderFunc func() []byte
+
+func (f extenderFunc) Extension(context.Context, int64, store.Reader) []byte { return f() }
+
+// TestBridgeExtenderFailureCostsOnlyTheExtension: the sidecar talks to an
+// Ethereum node; whether it panics or returns garbage, the validator still
+// precommits, with an empty extension.
+func TestBridgeExtenderFailureCostsOnlyTheExtension(t *testing.T) {
+	b := newBridgeHarness(t, 10, 10, 10, 10)
+	for name, f := range map[string]extenderFunc{
+		"panic":   func() []byte { panic("ethereum node said something odd") },
+		"garbage": func() []byte { return []byte{1, 0xff, 0xff} },
+	} {
+		b.app.extender = f
+		res, err := b.app.ExtendVote(context.Background(), &abci.ExtendVoteRequest{Height: b.height + 1})
+		if err != nil || len(res.VoteExtension) != 0 {
+			t.Errorf("%s: extension %x, error %v; want an empty extension", name, res.VoteExtension, err)
+		}
+	}
+	ok := deposits(deposit(1, "alice", 1)).Encode()
+	b.app.extender = extenderFunc(func() []byte { return ok })
+	if res, _ := b.app.ExtendVote(context.Background(), &abci.ExtendVoteRequest{Height: b.height + 1}); string(res.VoteExtension) != string(ok) {
+		t.Error("a good extension was not sent")
+	}
+}

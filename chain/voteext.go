@@ -59,19 +59,33 @@ func WithExtender(e Extender) Option { return func(a *App) { a.extender = e } }
 // ExtendVote returns this validator's extension: empty unless the bridge
 // is on and an Extender is set.
 func (a *App) ExtendVote(ctx context.Context, req *abci.ExtendVoteRequest) (*abci.ExtendVoteResponse, error) {
-	if a.extender == nil || getParams(a.tree).Bridge == nil {
+	// Before the first Commit there is no committed state to report on.
+	if a.extender == nil || a.tree.Version() == 0 || getParams(a.tree).Bridge == nil {
 		return &abci.ExtendVoteResponse{}, nil
 	}
 	snap, err := a.tree.Snapshot(0)
 	if err != nil {
 		return &abci.ExtendVoteResponse{}, nil
 	}
-	ext := a.extender.Extension(ctx, req.Height, snap)
+	ext := a.extend(ctx, req.Height, snap)
 	if _, err := bridge.DecodeExtension(ext); err != nil {
 		a.logger.Error("own vote extension is malformed: sending none", "err", err)
 		ext = nil
 	}
 	return &abci.ExtendVoteResponse{VoteExtension: ext}, nil
+}
+
+// extend asks the extender, which talks to an Ethereum node: whatever goes
+// wrong there (a panic included) costs this validator its extension, never
+// its precommit.
+func (a *App) extend(ctx context.Context, height int64, snap store.KV) (ext []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger.Error("vote extender panicked: sending none", "panic", r)
+			ext = nil
+		}
+	}()
+	return a.extender.Extension(ctx, height, snap)
 }
 
 // VerifyVoteExtension accepts an empty extension always and a non-empty

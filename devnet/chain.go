@@ -2,7 +2,9 @@ package devnet
 
 import (
 	"crypto/ecdsa"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -52,6 +54,12 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 			}
 		}
 	}
+	// The bridge is on from genesis, at the address the bridge contract
+	// will have once the bridge round deploys it (bridge.go).
+	signer, err := d.startEthereum(doc)
+	if err != nil {
+		return nil, err
+	}
 	conf, err := node.LocalConfig(d.home, 200*time.Millisecond)
 	if err != nil {
 		return nil, err
@@ -66,7 +74,10 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 	validator := account{name: "validator", key: opKey, addr: crypto.PubkeyToAddress(opKey.PublicKey)}
 	d.accts = append(d.accts, validator)
 	fmt.Fprintf(d.w, "== oGPU devnet: single validator, chain ogpu-devnet, home %s\n", d.home)
-	n, err := node.StartChainNode(d.ctx, conf, log.NewNopLogger(), chain.WithInvariants())
+	if err := os.WriteFile(node.BridgeKeyFile(d.home), []byte(hex.EncodeToString(crypto.FromECDSA(d.eth.bridgeKey))+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	n, err := node.StartChainNode(d.ctx, conf, log.NewNopLogger(), chain.WithInvariants(), signer)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +125,12 @@ func (d *devnet) printBalances(title string) error {
 		}
 		fmt.Fprintln(d.w, line)
 	}
+	return d.printSupply()
+}
+
+// printSupply prints the supply check: its parts add up to the cap, or it
+// fails.
+func (d *devnet) printSupply() error {
 	s, err := d.c.Supply(d.ctx)
 	if err != nil {
 		return err

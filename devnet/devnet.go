@@ -23,7 +23,18 @@
 //     outputs differ on the same input, the validator agent re-executes it
 //     and the liar is slashed and tombstoned, while the honest stage 1 of
 //     its chain is paid. Split inference is not confidential, and the
-//     round says so.
+//     round says so;
+//  5. the Ethereum bridge, against go-ethereum's simulated backend in this
+//     process (the bridge is on from genesis, named at the address the
+//     contract will have): the validator registers its bridge key, the
+//     token and bridge are deployed with the chain's valset 0 and lock
+//     what the genesis allocated outside the reserve; an Ethereum holder
+//     deposits 50 oGPU for carol (who had none), credited once its block
+//     is final and the validator attested it in a vote extension; carol
+//     pays an LLM job with it and withdraws 20 oGPU to Ethereum, which the
+//     validator signs, a relayer pays on Ethereum, and the attested
+//     Withdrawn event closes; both chains' books are printed and must
+//     agree (locked on Ethereum = 21M − the app-chain's reserve).
 //
 // The transcript has the chain's events and the agents' log lines as they
 // happen, and the balances with the supply check (everything adds up to
@@ -89,6 +100,8 @@ type Report struct {
 	Canary *agent.CanaryStatus
 	// Split is the split inference job of round 4.
 	Split *SplitReport
+	// Bridge is round 5's trip through the Ethereum bridge.
+	Bridge *BridgeReport
 }
 
 // devnet is one run: the chain, its accounts and, from startAgents on,
@@ -104,6 +117,8 @@ type devnet struct {
 	accts []account
 	// round is the number of the last round begun.
 	round int
+	// eth is the simulated Ethereum of the bridge round (bridge.go).
+	eth *ethDevnet
 	agents
 }
 
@@ -120,6 +135,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 	}
 	d := &devnet{ctx: ctx, w: w, home: home, opts: opts}
 	n, err := d.startChain()
+	defer d.eth.close()
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +153,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 		d.liarRound,
 		d.pipelineRound,
 		d.splitRound,
+		d.bridgeRound,
 	}); err != nil {
 		return nil, err
 	}

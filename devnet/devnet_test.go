@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // TestDevnet runs the devnet's rounds end to end: a real in-process
@@ -19,7 +20,7 @@ import (
 // encrypted pipeline decrypts to the plaintext model's output; in round 4
 // a split job prints the whole model's text while its lying stage-0
 // provider is caught, slashed and tombstoned and the honest stage after it
-// is paid.
+// is paid; round 5 takes oGPU through the Ethereum bridge and back.
 func TestDevnet(t *testing.T) {
 	if _, err := agent.FindModel(); err != nil {
 		t.Fatalf("the devnet needs the shared model: %v", err)
@@ -94,7 +95,20 @@ func TestDevnet(t *testing.T) {
 	if !strings.Contains(out.String(), "split inference is NOT confidential") || !strings.Contains(out.String(), "split_diverged: stage 0") {
 		t.Error("the split round did not say it is not confidential, or did not print the divergence")
 	}
-	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 6 {
+	// Round 5: the bridge. carol, with nothing on the app-chain, was
+	// credited exactly the deposit, paid a job with it, and her withdrawal
+	// was paid on Ethereum; the two chains' books agree.
+	br := rep.Bridge
+	if br == nil || br.Credited == nil || !br.Credited.Eq(types.OGPU(50)) {
+		t.Fatalf("bridge round: %+v", br)
+	}
+	if br.Job == nil || br.Job.Paid == nil || br.Job.Paid.IsZero() {
+		t.Errorf("the job paid with bridged oGPU: %+v", br.Job)
+	}
+	if !br.PaidOnEthereum.Eq(types.OGPU(20)) || !br.Locked.Eq(br.OnEthereum) {
+		t.Errorf("paid on Ethereum %s; locked %s, the app-chain says %s", br.PaidOnEthereum, br.Locked, br.OnEthereum)
+	}
+	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 8 {
 		t.Error("the supply check did not hold at every step")
 	}
 }
