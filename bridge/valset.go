@@ -108,9 +108,10 @@ func moved(a, b *Valset) (uint64, bool) {
 }
 
 // Adopted reports whether valset n can reach the contract: nonce 0 (the
-// deployment's) or signed by more than 2/3 of set n-1.
+// deployment's), a set a genesis carried over (or one before it), or
+// signed by more than 2/3 of set n-1.
 func (v View) Adopted(n uint64) bool {
-	if n == 0 {
+	if n == 0 || n < getU64(v.r, []byte{keyGenesisValset}) {
 		return true
 	}
 	prev, ok := v.Valset(n - 1)

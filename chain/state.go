@@ -7,6 +7,7 @@ import (
 	"github.com/ethereum/go-ethereum/rlp"
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
@@ -64,7 +65,7 @@ func initGenesis(kv store.KV, chainID string, d *genesis.Doc) error {
 			return fmt.Errorf("genesis validator %s: %w", v.Name, err)
 		}
 	}
-	return nil
+	return bridge.InitGenesis(kv, d.Bridge, ek.IsValidator)
 }
 
 // ExportGenesis reads the state in r back into a genesis document. A chain
@@ -117,6 +118,15 @@ func ExportGenesis(r store.KV) (chainID string, d *genesis.Doc, err error) {
 	})
 	if verr != nil {
 		return "", nil, verr
+	}
+	if d.Params.Bridge != nil {
+		ops := make([]types.Address, len(d.Validators))
+		for i, v := range d.Validators {
+			ops[i] = v.Operator
+		}
+		if d.Bridge, err = bridge.ExportGenesis(r, ops); err != nil {
+			return "", nil, err
+		}
 	}
 	return string(r.Get(ChainIDKey())), d, nil
 }

@@ -472,6 +472,34 @@ type Doc struct {
 	// InitChain after the allocations, in order; every one must succeed.
 	// They are how `ogpud testnet` creates its validators.
 	GenTxs []hexutil.Bytes `json:"gen_txs,omitempty"`
+	// Bridge is the bridge's state carried over by an export (package
+	// bridge): without it a restarted chain would credit every deposit
+	// again from nonce 1.
+	Bridge *BridgeState `json:"bridge_state,omitempty"`
+}
+
+// BridgeState is what an exported chain's bridge must remember: the last
+// deposit credited and withdrawal nonce assigned, the validators' bridge
+// keys, and the latest valset (the one the contract holds or will hold,
+// adopted). Export refuses while withdrawals are in the outbound escrow.
+type BridgeState struct {
+	LastDeposit    uint64         `json:"last_deposit"`
+	LastWithdrawal uint64         `json:"last_withdrawal"`
+	Keys           []BridgeKey    `json:"keys"`
+	ValsetNonce    uint64         `json:"valset_nonce"`
+	Valset         []BridgeMember `json:"valset"`
+}
+
+// BridgeKey is a validator's bridge address.
+type BridgeKey struct {
+	Operator types.Address `json:"operator"`
+	Key      types.Address `json:"key"`
+}
+
+// BridgeMember is one member of a valset.
+type BridgeMember struct {
+	Addr  types.Address `json:"addr"`
+	Power uint32        `json:"power"`
 }
 
 // Default returns a valid document with no accounts: the whole supply is in
@@ -496,6 +524,9 @@ func (d *Doc) Validate() error {
 	}
 	if _, err := d.BridgeReserve(); err != nil {
 		return err
+	}
+	if d.Bridge != nil && d.Params.Bridge == nil {
+		return fmt.Errorf("bridge_state is set but params.bridge is absent")
 	}
 	for i, a := range d.Accounts {
 		if a.Balance == nil {
