@@ -57,15 +57,25 @@ type Extender interface {
 func WithExtender(e Extender) Option { return func(a *App) { a.extender = e } }
 
 // ExtendVote returns this validator's extension: empty unless the bridge
-// is on and an Extender is set.
-func (a *App) ExtendVote(ctx context.Context, req *abci.ExtendVoteRequest) (*abci.ExtendVoteResponse, error) {
+// is on, an Extender is set and a block is committed (at the first height
+// the committed state is empty: nothing to read the bridge from). A panic
+// in the Extender, which reads outside data and is not part of the state
+// machine, is logged and sends an empty extension: it must not stop the
+// validator from voting.
+func (a *App) ExtendVote(ctx context.Context, req *abci.ExtendVoteRequest) (res *abci.ExtendVoteResponse, err error) {
 	if a.extender == nil || getParams(a.tree).Bridge == nil {
 		return &abci.ExtendVoteResponse{}, nil
 	}
 	snap, err := a.tree.Snapshot(0)
-	if err != nil {
+	if err != nil || snap.Version() == 0 {
 		return &abci.ExtendVoteResponse{}, nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger.Error("vote extender panicked: sending an empty extension", "height", req.Height, "panic", r)
+			res, err = &abci.ExtendVoteResponse{}, nil
+		}
+	}()
 	ext := a.extender.Extension(ctx, req.Height, snap)
 	if _, err := bridge.DecodeExtension(ext); err != nil {
 		a.logger.Error("own vote extension is malformed: sending none", "err", err)
