@@ -30,6 +30,7 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/contracts"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -69,14 +70,27 @@ func TestBridgeE2E(t *testing.T) {
 		g.fund(ctx, t, a)
 	}
 	step("deployer, relayer and client funded with ETH")
+	// Two providers run a real job with the shared tiny model, when it is
+	// there (../shared/models or OGPU_MODELS).
+	model, modelErr := agent.FindModel()
+	accounts := []string{"--account", client.Address.Hex() + "=1ogpu"}
+	if modelErr == nil {
+		for _, p := range []string{"p1", "p2"} {
+			var k struct{ Address types.Address }
+			mustJSON(t, e.ok("keys", "add", p, "-o", "json"), &k)
+			accounts = append(accounts, "--account", k.Address.Hex()+"=300ogpu")
+		}
+	} else {
+		t.Logf("no model for a real provider job (%v): the job is only posted and cancelled", modelErr)
+	}
 
 	// The testnet deploys the token and the bridge with valset 0 and locks
 	// what genesis allocates outside the reserve. The client holds 1 oGPU
 	// on the app-chain: what it spends beyond that is bridged.
 	out := filepath.Join(dir, "testnet")
 	base := freeBase(t, 4)
-	gen := runOgpud(t, "testnet", "--validators", "4", "--output", out, "--starting-port", fmt.Sprint(base), "--timeout-commit", "300ms",
-		"--chain-id", "ogpu-bridge-e2e", "--bridge-eth-rpc", g.url, "--bridge-deployer-key", deployerFile, "--account", client.Address.Hex()+"=1ogpu")
+	gen := runOgpud(t, append([]string{"testnet", "--validators", "4", "--output", out, "--starting-port", fmt.Sprint(base), "--timeout-commit", "300ms",
+		"--chain-id", "ogpu-bridge-e2e", "--bridge-eth-rpc", g.url, "--bridge-deployer-key", deployerFile}, accounts...)...)
 	t.Logf("ogpud testnet:\n%s", gen)
 	if !strings.Contains(gen, "bridge: token ") {
 		t.Fatalf("ogpud testnet did not deploy the bridge:\n%s", gen)
@@ -106,6 +120,18 @@ func TestBridgeE2E(t *testing.T) {
 	rpc0 := fmt.Sprintf("127.0.0.1:%d", base+1)
 	e.base = append(e.base, "--node", rpc0)
 	step("4 validators making blocks")
+	if modelErr == nil {
+		// They register and bond while the deposit waits for finality.
+		for _, p := range []string{"p1", "p2"} {
+			home := filepath.Join(dir, p)
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			startDaemon(t, p, filepath.Join(home, "provider.log"), bin, "provider", "run", "--home", home, "--node", "tcp://"+rpc0,
+				"--wallet", filepath.Join(dir, "wallet"), "--from", p, "--password-file", pw, "--model", model, "--bond", "200ogpu",
+				"--threads", "1", "--pipeline=false", "--listen", "/ip4/127.0.0.1/tcp/0", "--log-level", "info")
+		}
+	}
 
 	var b0 chain.BridgeView
 	mustJSON(t, e.ok("query", "bridge", "-o", "json"), &b0)
@@ -171,6 +197,29 @@ func TestBridgeE2E(t *testing.T) {
 		t.Fatalf("cancel:\n%s", cancelOut)
 	}
 	step("job posted from bridged funds and cancelled")
+	if modelErr == nil {
+		// A real job: two provider processes bid, generate and agree; the
+		// client pays them from the bridged balance.
+		waitProviders(ctx, t, clients[0], 2)
+		step("2 providers registered and bonded")
+		beforeJob := e.balance("client").Balance
+		var res agent.LLMResult
+		stdout, progress := e.split("job", "run", "--from", "client", "--model", model, "--prompt", "Once upon a time", "--max-tokens", "16",
+			"--stages", "1", "--bid-blocks", "4", "--reveal-blocks", "3", "--execute-blocks", "40",
+			"--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "2m", "-o", "json")
+		t.Logf("ogpu job run (progress):\n%s", progress)
+		mustJSON(t, stdout, &res)
+		if res.Outcome != "agreed" || res.Text == "" || res.Paid == nil || res.Paid.IsZero() {
+			t.Fatalf("job run: %+v", res)
+		}
+		paid := new(uint256.Int).Sub(beforeJob, e.balance("client").Balance)
+		if want := new(uint256.Int).Add(res.Paid, res.ValidatorFee); paid.Lt(want) {
+			t.Fatalf("the client's balance fell by %s, less than the %s paid and the %s validator fee", types.FormatAmount(paid), types.FormatAmount(res.Paid), types.FormatAmount(res.ValidatorFee))
+		}
+		t.Logf("job %d %s: %q; paid %s to the providers, validator fee %s, client balance down %s", res.Job, res.Outcome, res.Text,
+			types.FormatAmount(res.Paid), types.FormatAmount(res.ValidatorFee), types.FormatAmount(paid))
+		step("job run by 2 provider processes, paid from bridged oGPU")
+	}
 
 	// 5. Withdraw 40 to a fresh Ethereum address: debited at once into
 	// the outbound escrow; the supply still adds up to the cap.
@@ -259,6 +308,35 @@ func TestBridgeE2E(t *testing.T) {
 		t.Fatal("node3 never logged that its Ethereum node is unreachable")
 	}
 	step("cross-chain books and app hashes agree")
+}
+
+// split runs an ogpu command and returns its stdout and stderr apart.
+func (e *cliEnv) split(args ...string) (string, string) {
+	e.t.Helper()
+	cmd := NewOgpuCommand()
+	var out, errOut strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(append(append([]string{}, e.base...), args...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		e.t.Fatalf("ogpu %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// waitProviders waits until n providers are registered and bonded.
+func waitProviders(ctx context.Context, t *testing.T, c *node.Client, n int) {
+	t.Helper()
+	waitFor(ctx, t, fmt.Sprintf("%d bonded providers", n), func() bool {
+		pvs, err := c.Providers(ctx)
+		ready := 0
+		for _, p := range pvs {
+			if p.Bonded != nil && !p.Bonded.IsZero() {
+				ready++
+			}
+		}
+		return err == nil && ready >= n
+	})
 }
 
 // findGeth finds the geth binary: $OGPU_GETH, then PATH, then
