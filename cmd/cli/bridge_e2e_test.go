@@ -205,7 +205,7 @@ func TestBridgeE2E(t *testing.T) {
 		beforeJob := e.balance("client").Balance
 		var res agent.LLMResult
 		stdout, progress := e.split("job", "run", "--from", "client", "--model", model, "--prompt", "Once upon a time", "--max-tokens", "16",
-			"--stages", "1", "--bid-blocks", "4", "--reveal-blocks", "3", "--execute-blocks", "40",
+			"--stages", "1", "--bid-blocks", "8", "--reveal-blocks", "6", "--execute-blocks", "100", "--verify-blocks", "60",
 			"--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "2m", "-o", "json")
 		t.Logf("ogpu job run (progress):\n%s", progress)
 		mustJSON(t, stdout, &res)
@@ -384,10 +384,11 @@ func startGeth(t *testing.T, bin, dir string) *gethDev {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In memory (no --datadir); no P2P, no IPC, no engine API port.
+	// --dev without --datadir keeps everything in memory and turns P2P
+	// off, and opens no engine API port; its IPC endpoint would be the
+	// shared /tmp/geth.ipc, hence --ipcdisable.
 	startDaemon(t, "geth", filepath.Join(dir, "geth.log"), bin, "--dev", "--dev.period", "1",
-		"--http", "--http.addr", "127.0.0.1", "--http.port", fmt.Sprint(port), "--http.api", "eth,net,web3",
-		"--nodiscover", "--maxpeers", "0", "--port", "0", "--authrpc.port", "0", "--ipcdisable")
+		"--http", "--http.addr", "127.0.0.1", "--http.port", fmt.Sprint(port), "--http.api", "eth,net,web3", "--ipcdisable")
 	g := &gethDev{url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
