@@ -174,6 +174,12 @@ func TestBridgeE2E(t *testing.T) {
 		t.Fatalf("deposit credit event: %+v (want nonce 1, from and to the client, 100ogpu, power 7500 bps)", c)
 	}
 
+	// A deposit beyond what the client holds on Ethereum is refused before
+	// anything is sent.
+	if _, err := e.fails("bridge", "deposit", "5000ogpu", "--from", "client", "--eth-rpc", g.url); !strings.Contains(err.Error(), "holds 900ogpu of the oGPU token on Ethereum, 5000ogpu needed; nothing sent") {
+		t.Fatalf("deposit beyond the Ethereum balance: %v", err)
+	}
+
 	// 4. Spend bridged oGPU: a job whose escrow exceeds the client's
 	// genesis 1 oGPU is paid from the deposit; cancelled, it refunds.
 	var post JobPostOutput
@@ -225,6 +231,21 @@ func TestBridgeE2E(t *testing.T) {
 	// the outbound escrow; the supply still adds up to the cap.
 	to := common.HexToAddress("0x00000000000000000000000000000000000b1d9e")
 	preWithdraw := e.balance("client").Balance
+	// Refused before anything is debited: not an address, below
+	// params.bridge.min_withdrawal, more than the balance. (The withdrawal
+	// below getting nonce 1 shows none of them made one.)
+	for _, c := range []struct{ to, amount, want string }{
+		{"0x1234", "40ogpu", "is not an Ethereum address"},
+		{to.Hex(), "0.5ogpu", "below params.bridge.min_withdrawal (1ogpu)"},
+		{to.Hex(), "5000ogpu", "insufficient funds"},
+	} {
+		if _, err := e.fails("bridge", "withdraw", c.to, c.amount, "--from", "client"); !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("withdraw %s %s: %v, want %q", c.to, c.amount, err, c.want)
+		}
+	}
+	if b := e.balance("client").Balance; !b.Eq(preWithdraw) {
+		t.Fatalf("refused withdrawals moved the balance from %s to %s", types.FormatAmount(preWithdraw), types.FormatAmount(b))
+	}
 	wdOut := e.ok("bridge", "withdraw", to.Hex(), "40ogpu", "--from", "client")
 	t.Logf("ogpu bridge withdraw %s 40ogpu --from client:\n%s", to.Hex(), wdOut)
 	if !strings.Contains(wdOut, "withdrawal 1: 40ogpu to "+to.Hex()) {
