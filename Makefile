@@ -37,9 +37,12 @@ unit:
 # 2-core machine, its pipeline round's 52 MB key fetch and the validator's
 # input check outran their windows (the chain then refunds: no_input), a
 # load outcome, not a race; its agents' code is raced by the node/agent
-# tests, and the devnet package's other tests run here.
+# tests, and the devnet package's other tests run here. TestBridgeE2E
+# (./cmd/cli) runs in unit only, for the same reason: every party of it
+# (geth, the validators, the relay, the providers) is a separate process
+# built without -race, so the race run would only add ~90 s of load.
 race:
-	$(GO) test -race -count=1 -skip '^TestDevnet$$' $(RACE_PKGS)
+	$(GO) test -race -count=1 -skip '^(TestDevnet|TestBridgeE2E)$$' $(RACE_PKGS)
 
 # CKKS evaluation is only deterministic on 64-bit builds: he refuses to
 # compile for 32-bit ones. Checked by building (never running) a GOARCH=386

@@ -67,9 +67,9 @@ func testGenesis() *genesis.Doc {
 	return d
 }
 
-func newHarness(t testing.TB, tree *store.Tree, doc *genesis.Doc) *harness {
+func newHarness(t testing.TB, tree *store.Tree, doc *genesis.Doc, opts ...Option) *harness {
 	t.Helper()
-	h := &harness{t: t, app: NewApp(tree, WithInvariants()), tree: tree, nonces: map[string]uint64{}}
+	h := &harness{t: t, app: NewApp(tree, append([]Option{WithInvariants()}, opts...)...), tree: tree, nonces: map[string]uint64{}}
 	bz, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -555,3 +555,55 @@ func TestBridgeExportKeepsNonces(t *testing.T) {
 		t.Fatal("the next deposit after the export was not credited")
 	}
 }
+
+// paramsExtender reads the committed params, as the bridge sidecar does
+// (ReadParams panics on a state without them), and reports a deposit.
+type paramsExtender struct {
+	calls int
+	panic bool
+}
+
+func (e *paramsExtender) Extension(_ context.Context, _ int64, committed store.Reader) []byte {
+	e.calls++
+	if e.panic {
+		panic("sidecar bug")
+	}
+	if ReadParams(committed).Bridge == nil {
+		return nil
+	}
+	return deposits(deposit(1, "alice", 1)).Encode()
+}
+
+// TestBridgeExtendVoteFirstHeight: at height 1 nothing is committed yet
+// (the genesis state is only in the working tree), so the extender is not
+// asked and the extension is empty; a 4-validator testnet's first
+// precommits once panicked here (CONSENSUS FAILURE on every validator).
+// From the first commit on the extender is asked; a panic in it sends an
+// empty extension instead of stopping the validator.
+func TestBridgeExtendVoteFirstHeight(t *testing.T) {
+	d := testGenesis()
+	bp := genesis.DefaultBridgeParams()
+	bp.EthChainID, bp.Contract = 1337, testBridgeContract
+	d.Params.Bridge = &bp
+	ext := &paramsExtender{}
+	h := newHarness(t, store.NewMemTree(), d, WithExtender(ext))
+	vote := func(height int64) []byte {
+		t.Helper()
+		res, err := h.app.ExtendVote(context.Background(), &abci.ExtendVoteRequest{Height: height})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.VoteExtension
+	}
+	if got := vote(1); len(got) != 0 || ext.calls != 0 {
+		t.Fatalf("before the first commit: extension %x, extender asked %d times", got, ext.calls)
+	}
+	h.block()
+	if got := vote(2); ext.calls != 1 || len(got) == 0 {
+		t.Fatalf("after the first commit: extension %x, extender asked %d times", got, ext.calls)
+	}
+	ext.panic = true
+	if got := vote(3); len(got) != 0 || ext.calls != 2 {
+		t.Fatalf("a panicking extender: extension %x, asked %d times", got, ext.calls)
+	}
+}

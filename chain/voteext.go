@@ -64,7 +64,7 @@ func (a *App) ExtendVote(ctx context.Context, req *abci.ExtendVoteRequest) (*abc
 		return &abci.ExtendVoteResponse{}, nil
 	}
 	snap, err := a.tree.Snapshot(0)
-	if err != nil {
+	if err != nil || snap.Version() == 0 {
 		return &abci.ExtendVoteResponse{}, nil
 	}
 	ext := a.extend(ctx, req.Height, snap)

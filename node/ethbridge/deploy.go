@@ -143,7 +143,8 @@ func Deposit(ctx context.Context, c Client, key *ecdsa.PrivateKey, bridgeAddr co
 		return 0, fmt.Errorf("deposit: cannot read the balance: %w", err)
 	}
 	if held.Cmp(amount.ToBig()) < 0 {
-		return 0, fmt.Errorf("deposit: %s holds %s oGPU units, %s needed; nothing sent", me, held, amount)
+		return 0, fmt.Errorf("deposit: %s holds %s of the oGPU token on Ethereum, %s needed; nothing sent (send it more oGPU there, or deposit less)",
+			me, types.FormatAmount(uint256.MustFromBig(held)), types.FormatAmount(amount))
 	}
 	allowed, err := bind.Call(tc, at, tokenABI.PackAllowance(me, bridgeAddr), tokenABI.UnpackAllowance)
 	if err != nil {

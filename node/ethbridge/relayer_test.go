@@ -309,7 +309,7 @@ func TestDeployHelpers(t *testing.T) {
 		}
 	}
 	before = e.nonceOf(e.bob.addr)
-	if _, err = Deposit(e.ctx, e.c, e.bob.key, e.bridge, e.carol.addr, ogpu(2)); err == nil || !strings.Contains(err.Error(), "holds 1000000000000000000") {
+	if _, err = Deposit(e.ctx, e.c, e.bob.key, e.bridge, e.carol.addr, ogpu(2)); err == nil || !strings.Contains(err.Error(), "holds 1ogpu of the oGPU token on Ethereum, 2ogpu needed") {
 		t.Fatalf("deposit beyond the balance: %v", err)
 	}
 	if n := e.nonceOf(e.bob.addr); n != before {
