@@ -169,13 +169,20 @@ func broadcast(cmd *cobra.Command, ctx context.Context, c *node.Client, bz []byt
 		return err
 	}
 	out.Height, out.GasUsed = res.Height, res.TxResult.GasUsed
+	for _, ev := range res.TxResult.Events {
+		if ev.Type == chain.EventTypeTx {
+			if e, err := chain.ParseEventTx(ev); err == nil {
+				out.Fee = types.FormatAmount(e.Fee)
+			}
+		}
+	}
 	var v any = out
 	text := func(io.Writer) {}
 	if report != nil {
 		v, text = report(res, out)
 	}
 	return output(cmd, v, func(w io.Writer) {
-		fmt.Fprintf(w, "tx %s included in block %d (code 0)\n", out.Hash, out.Height)
+		fmt.Fprintf(w, "tx %s included in block %d (code 0), fee %s\n", out.Hash, out.Height, out.Fee)
 		text(w)
 	})
 }

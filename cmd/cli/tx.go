@@ -20,6 +20,8 @@ type TxOutput struct {
 	Code    uint32 `json:"code"`
 	Log     string `json:"log,omitempty"`
 	GasUsed int64  `json:"gas_used,omitempty"`
+	// Fee is what the sender paid (from the block's tx event).
+	Fee string `json:"fee,omitempty"`
 }
 
 func newTxCmd() *cobra.Command {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/ecdsa"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -79,24 +81,43 @@ func (s *Signer) Halted() bool {
 	return s.halted
 }
 
-func (s *Signer) note(msg string, kv ...any) {
-	s.mu.Lock()
-	changed := s.lastErr != msg
-	s.lastErr = msg
-	s.mu.Unlock()
-	if changed {
-		s.logger.Error(msg, kv...)
+// note logs why the extension is empty, once per change of reason: at
+// info level while Ethereum has simply not finalized the deployment or is
+// catching up, at error level otherwise (the node is unreachable, the key
+// is not registered).
+func (s *Signer) note(msg string, err error, kv ...any) {
+	var notYet *NotYetError
+	expected := errors.As(err, &notYet) || errors.Is(err, ErrFinalityLag)
+	key := msg
+	switch {
+	case expected:
+		key += fmt.Sprintf("%T", errors.Unwrap(err)) + fmt.Sprintf("%T", err) // not each height's numbers
+	case err != nil:
+		key += err.Error()
 	}
+	s.mu.Lock()
+	changed := s.lastErr != key
+	s.lastErr = key
+	s.mu.Unlock()
+	if !changed || err == nil {
+		return
+	}
+	kv = append(kv, "err", err)
+	if expected {
+		s.logger.Info(msg, kv...)
+		return
+	}
+	s.logger.Error(msg, kv...)
 }
 
 // Extension implements chain.Extender.
 func (s *Signer) Extension(ctx context.Context, height int64, committed store.Reader) []byte {
 	ext, err := s.Build(ctx, committed)
 	if err != nil {
-		s.note("bridge: sending an empty vote extension", "height", height, "err", err)
+		s.note("bridge: sending an empty vote extension", err, "height", height)
 		return nil
 	}
-	s.note("")
+	s.note("", nil)
 	return ext.Encode()
 }
 

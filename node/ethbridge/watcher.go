@@ -53,6 +53,14 @@ func (e *FinalityLagError) Error() string {
 // Is makes errors.Is(err, ErrFinalityLag) true.
 func (e *FinalityLagError) Is(target error) bool { return target == ErrFinalityLag }
 
+// NotYetError: the node's finalized block is before the bridge's
+// deployment block, as after a launch: nothing to observe yet.
+type NotYetError struct{ Finalized, Deployed uint64 }
+
+func (e *NotYetError) Error() string {
+	return fmt.Sprintf("the finalized block %d is before the bridge's deployment block %d: nothing to observe yet", e.Finalized, e.Deployed)
+}
+
 // WatcherOptions configures a Watcher. Zero fields take the documented
 // defaults.
 type WatcherOptions struct {
@@ -176,7 +184,7 @@ func (w *Watcher) Observe(ctx context.Context, nextDeposit uint64, maxDeposits i
 	}
 	f := fin.Number.Uint64()
 	if f < w.opts.StartBlock {
-		return nil, fmt.Errorf("the finalized block %d is before the bridge's deployment block %d: nothing to observe yet", f, w.opts.StartBlock)
+		return nil, &NotYetError{Finalized: f, Deployed: w.opts.StartBlock}
 	}
 	at := &bind.CallOpts{Context: ctx, BlockNumber: fin.Number}
 	locked, err := bind.Call(w.tc, at, tokenABI.PackBalanceOf(w.addr), tokenABI.UnpackBalanceOf)
