@@ -119,15 +119,9 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 			return nil, err
 		}
 		msg := &escrow.MsgCreateValidator{Name: conf.Moniker, PubKey: pub.Bytes(), SelfBond: bond}
-		tx := &types.Tx{Body: types.TxBody{ChainID: chainID, Nonce: 0, Fee: genTxFee, Msgs: []types.RawMsg{msg.Raw()}}}
-		if err := tx.Sign(opKey); err != nil {
+		if err := addGenTx(doc, opKey, chainID, 0, msg.Raw()); err != nil {
 			return nil, err
 		}
-		bz, err := tx.Encode()
-		if err != nil {
-			return nil, err
-		}
-		doc.GenTxs = append(doc.GenTxs, bz)
 		if o.Bridge != nil {
 			bk, err := crypto.GenerateKey()
 			if err != nil {
@@ -141,15 +135,9 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 			if err != nil {
 				return nil, err
 			}
-			tx := &types.Tx{Body: types.TxBody{ChainID: chainID, Nonce: 1, Fee: genTxFee, Msgs: []types.RawMsg{(&bridge.MsgSetBridgeKey{Key: baddr, Proof: proof}).Raw()}}}
-			if err := tx.Sign(opKey); err != nil {
+			if err := addGenTx(doc, opKey, chainID, 1, (&bridge.MsgSetBridgeKey{Key: baddr, Proof: proof}).Raw()); err != nil {
 				return nil, err
 			}
-			bz, err := tx.Encode()
-			if err != nil {
-				return nil, err
-			}
-			doc.GenTxs = append(doc.GenTxs, bz)
 			ws = append(ws, bridge.Weighted{Addr: baddr, Power: uint64(doc.Params.Staking.Power(bond))})
 		}
 		confs = append(confs, conf)
@@ -188,4 +176,18 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 		}
 	}
 	return nodes, nil
+}
+
+// addGenTx signs msg from key with nonce and appends it to doc's gen_txs.
+func addGenTx(doc *genesis.Doc, key *ecdsa.PrivateKey, chainID string, nonce uint64, msg types.RawMsg) error {
+	tx := &types.Tx{Body: types.TxBody{ChainID: chainID, Nonce: nonce, Fee: genTxFee, Msgs: []types.RawMsg{msg}}}
+	if err := tx.Sign(key); err != nil {
+		return err
+	}
+	bz, err := tx.Encode()
+	if err != nil {
+		return err
+	}
+	doc.GenTxs = append(doc.GenTxs, bz)
+	return nil
 }

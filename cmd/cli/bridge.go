@@ -147,7 +147,6 @@ type DepositOutput struct {
 	Recipient types.Address  `json:"recipient"`
 	Amount    string         `json:"amount"`
 	Credited  bool           `json:"credited"`
-	Height    int64          `json:"credited_at,omitempty"`
 }
 
 func newBridgeDepositCmd() *cobra.Command {

@@ -1,6 +1,7 @@
 package ethbridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -389,18 +390,8 @@ func (w *Watcher) withdrawn(ctx context.Context, f uint64, pending []uint64) ([]
 			scanned[n] = true // nothing new to search
 		}
 	}
-	slices.SortFunc(out, func(a, b bridge.Executed) int { return cmpU64(a.Nonce, b.Nonce) })
+	slices.SortFunc(out, func(a, b bridge.Executed) int { return cmp.Compare(a.Nonce, b.Nonce) })
 	return out, scanned, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // nonceTopic is an indexed uint64 as a log topic.
