@@ -81,7 +81,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMarketMsg$$' -fuzztime $(FUZZTIME) ./market
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeVerifierMsg$$' -fuzztime $(FUZZTIME) ./verifier
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEscrowMsg$$' -fuzztime $(FUZZTIME) ./escrow
-	$(GO) test -run '^$$$$' -fuzz '^FuzzDecodeExtension$$$$' -fuzztime $(FUZZTIME) ./bridge
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeExtension$$' -fuzztime $(FUZZTIME) ./bridge
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalCiphertext$$' -fuzztime $(FUZZTIME) ./he
 	$(GO) test -run '^$$' -fuzz '^FuzzCiphertextMetadata$$' -fuzztime $(FUZZTIME) ./he
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalEvalKeys$$' -fuzztime $(FUZZTIME) ./he
