@@ -228,6 +228,11 @@ func TestBridgeInjectedCommitTampered(t *testing.T) {
 	if got := new(uint256.Int).Sub(b.balance("alice"), before); !got.Eq(types.OGPU(50)) || b.view().LastDeposit() != 1 {
 		t.Fatalf("alice got %s, last deposit %d", types.FormatAmount(got), b.view().LastDeposit())
 	}
+	// A commit from an earlier height replayed (same validators, powers and
+	// flags): its extension signatures are for another height.
+	if b.process([][]byte{injection(true, ext)}, last) {
+		t.Error("a commit from an earlier height was accepted")
+	}
 }
 
 // TestBridgeDepositNeedsTwoThirdsOfTheSameTuple: powers 20, 10, 10, 20
