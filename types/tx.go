@@ -171,6 +171,10 @@ const (
 	// Bridge to Ethereum (bridge).
 	MsgTypeSetBridgeKey   MsgType = 23
 	MsgTypeBridgeWithdraw MsgType = 24
+
+	// Session leases (session).
+	MsgTypeRedeemVoucher MsgType = 25
+	MsgTypeCloseSession  MsgType = 26
 )
 
 // AddressLength is the length of an address in bytes.

@@ -1,0 +1,284 @@
+package session
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/rlp"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Lanes: one per (session, provider).
+//
+// A session's money is the escrow its auction locked under the session's
+// id: the lanes' budgets plus a validator-fee reserve. Redeeming a voucher
+// pays min(cumulative, budget) − paid to the lane's provider and raises
+// paid by what was transferred (protocol-threats S2, S7: never per voucher,
+// never "used"; an older or equal voucher pays nothing, an over-budget one
+// pays up to the budget and the rest after a top-up), and moves the fee
+// share (fee_bps of it) from the reserve to the fee pool. The payee is
+// inside the signed voucher, so whoever sends the redemption, the provider
+// is paid (S20). Redemptions are open until Expiry + Grace; a close by the
+// client moves Expiry to its block, and only after the grace does the
+// end-block refund what no voucher claimed (S6), from a per-height queue
+// worked at most MaxSettlePerBlock sessions per block (S19).
+
+// Store key prefixes owned by this package.
+const (
+	prefixSession  byte = 0x50 // 0x50 | id(8) -> rlp(Session)
+	prefixSchedule byte = 0x51 // 0x51 | height(8) | id(8) -> 0x01: refund due at height
+)
+
+// MaxSettlePerBlock bounds the sessions one end-block settles; the rest
+// wait for the next block.
+const MaxSettlePerBlock = 64
+
+// Lane is one provider's share of a session.
+type Lane struct {
+	Provider types.Address `json:"provider"`
+	Budget   *uint256.Int  `json:"budget"`
+	Paid     *uint256.Int  `json:"paid"`
+}
+
+// Session is a lease: its client, prices per token, lanes and deadlines.
+type Session struct {
+	ID       uint64        `json:"id"`
+	Client   types.Address `json:"client"`
+	PriceIn  *uint256.Int  `json:"price_in"`
+	PriceOut *uint256.Int  `json:"price_out"`
+	// Expiry is the last height requests may be served (a close moves it
+	// to the close's height); Grace the blocks after it open to
+	// redemptions only.
+	Expiry uint64 `json:"expiry"`
+	Grace  uint64 `json:"grace"`
+	Lanes  []Lane `json:"lanes"`
+	// Fee is the validator-fee reserve left; FeeBps its share of each
+	// redemption.
+	Fee     *uint256.Int `json:"fee"`
+	FeeBps  uint64       `json:"fee_bps"`
+	Closed  bool         `json:"closed"`
+	Settled bool         `json:"settled"`
+}
+
+// Due is the height the end-block refunds the session at.
+func (s *Session) Due() uint64 { return s.Expiry + s.Grace + 1 }
+
+// Lane returns provider's lane.
+func (s *Session) Lane(provider types.Address) (*Lane, bool) {
+	for i := range s.Lanes {
+		if s.Lanes[i].Provider == provider {
+			return &s.Lanes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Owed is what the session's escrow must hold: every lane's unpaid budget
+// and the fee reserve (nothing once settled).
+func (s *Session) Owed() *uint256.Int {
+	out := new(uint256.Int)
+	if s.Settled {
+		return out
+	}
+	for _, l := range s.Lanes {
+		out.Add(out, new(uint256.Int).Sub(l.Budget, l.Paid))
+	}
+	return out.Add(out, s.Fee)
+}
+
+// Context is what the keeper knows of the block it runs in.
+type Context struct {
+	KV      store.KV
+	ChainID string
+	Height  uint64
+	Events  *types.Events
+}
+
+// Keeper runs the lane rules. Its methods either succeed completely or
+// return an error having written nothing.
+type Keeper struct {
+	ctx Context
+	esc escrow.Keeper
+}
+
+// NewKeeper returns a keeper for ctx.
+func NewKeeper(ctx Context) *Keeper {
+	if ctx.Events == nil {
+		ctx.Events = &types.Events{}
+	}
+	return &Keeper{ctx: ctx, esc: escrow.NewKeeper(ctx.KV)}
+}
+
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func sessionKey(id uint64) []byte { return append([]byte{prefixSession}, be64(id)...) }
+func scheduleKey(h, id uint64) []byte {
+	return append(append([]byte{prefixSchedule}, be64(h)...), be64(id)...)
+}
+
+// Get returns session id.
+func Get(r store.Reader, id uint64) (*Session, bool) {
+	bz := r.Get(sessionKey(id))
+	if bz == nil {
+		return nil, false
+	}
+	var s Session
+	if err := rlp.DecodeBytes(bz, &s); err != nil {
+		panic(fmt.Errorf("session: stored session %d unreadable: %w", id, err))
+	}
+	return &s, true
+}
+
+func (k *Keeper) set(s *Session) {
+	bz, err := rlp.EncodeToBytes(s)
+	if err != nil {
+		panic(err)
+	}
+	k.ctx.KV.Set(sessionKey(s.ID), bz)
+}
+
+// Open starts session s (its lanes' Paid zero), whose escrow (locked under
+// s.ID) already holds exactly s.Owed(). The auction calls it at the award.
+func (k *Keeper) Open(s *Session) error {
+	if _, exists := Get(k.ctx.KV, s.ID); exists {
+		return fmt.Errorf("session %d exists", s.ID)
+	}
+	if len(s.Lanes) == 0 || s.Expiry < k.ctx.Height {
+		return fmt.Errorf("session %d: no lanes, or expired at %d", s.ID, s.Expiry)
+	}
+	for i := range s.Lanes {
+		s.Lanes[i].Paid = new(uint256.Int)
+	}
+	if have := k.esc.Locked(s.ID); !have.Eq(s.Owed()) {
+		return fmt.Errorf("session %d: escrow holds %s, the lanes and fee need %s", s.ID, types.FormatAmount(have), types.FormatAmount(s.Owed()))
+	}
+	k.set(s)
+	k.ctx.KV.Set(scheduleKey(s.Due(), s.ID), []byte{1})
+	k.ctx.Events.Emit(EventOpened{Session: s.ID, Client: s.Client, Lanes: uint64(len(s.Lanes)), PriceIn: s.PriceIn, PriceOut: s.PriceOut, Expiry: s.Expiry})
+	return nil
+}
+
+// Redeem pays voucher v (signed sig by the session's client) to its lane's
+// provider. Anyone may send it.
+func (k *Keeper) Redeem(v *Voucher, sig []byte) (*uint256.Int, error) {
+	// Cheap checks first; the recovery last.
+	if v.ChainID != k.ctx.ChainID {
+		return nil, types.ErrWrongChainID.Wrapf("voucher is for chain %q, this is %q", v.ChainID, k.ctx.ChainID)
+	}
+	s, ok := Get(k.ctx.KV, v.Session)
+	if !ok {
+		return nil, types.ErrNotFound.Wrapf("no session %d", v.Session)
+	}
+	if s.Settled || k.ctx.Height >= s.Due() {
+		return nil, types.ErrWrongPhase.Wrapf("session %d took redemptions until height %d (now %d): it is settled", s.ID, s.Due()-1, k.ctx.Height)
+	}
+	lane, ok := s.Lane(v.Provider)
+	if !ok {
+		return nil, types.ErrInvalidMsg.Wrapf("%s holds no lane of session %d", v.Provider, s.ID)
+	}
+	claim := v.Cumulative
+	if claim.Gt(lane.Budget) {
+		claim = lane.Budget
+	}
+	if !claim.Gt(lane.Paid) {
+		return nil, types.ErrInvalidMsg.Wrapf("voucher %d of session %d pays nothing more: cumulative %s, already paid %s", v.Seq, s.ID, types.FormatAmount(v.Cumulative), types.FormatAmount(lane.Paid))
+	}
+	signer, err := Signer(v.Hash(), sig)
+	if err != nil {
+		return nil, types.ErrUnauthorized.Wrapf("voucher signature: %v", err)
+	}
+	if signer != s.Client {
+		return nil, types.ErrUnauthorized.Wrapf("voucher is signed by %s, session %d's client is %s", signer, s.ID, s.Client)
+	}
+	pay := new(uint256.Int).Sub(claim, lane.Paid)
+	k.esc.Release(s.ID, v.Provider, pay)
+	fee := new(uint256.Int).Mul(pay, uint256.NewInt(s.FeeBps))
+	fee.Div(fee, uint256.NewInt(10_000))
+	if fee.Gt(s.Fee) {
+		fee = s.Fee.Clone()
+	}
+	if !fee.IsZero() {
+		k.esc.ReleaseToFeePool(s.ID, fee)
+		s.Fee = new(uint256.Int).Sub(s.Fee, fee)
+	}
+	lane.Paid = claim.Clone()
+	k.set(s)
+	k.ctx.Events.Emit(EventRedeemed{Session: s.ID, Provider: v.Provider, Seq: v.Seq, Paid: pay, Total: lane.Paid})
+	return pay, nil
+}
+
+// Close ends session id early: no request after this block, redemptions
+// for Grace blocks more, then the refund. Only its client may.
+func (k *Keeper) Close(from types.Address, id uint64) error {
+	s, ok := Get(k.ctx.KV, id)
+	if !ok {
+		return types.ErrNotFound.Wrapf("no session %d", id)
+	}
+	if from != s.Client {
+		return types.ErrUnauthorized.Wrapf("only session %d's client %s may close it", id, s.Client)
+	}
+	if s.Closed || s.Settled || k.ctx.Height >= s.Expiry {
+		return types.ErrWrongPhase.Wrapf("session %d is already closed or expired (expiry %d, now %d)", id, s.Expiry, k.ctx.Height)
+	}
+	k.ctx.KV.Delete(scheduleKey(s.Due(), id))
+	s.Expiry, s.Closed = k.ctx.Height, true
+	k.ctx.KV.Set(scheduleKey(s.Due(), id), []byte{1})
+	k.set(s)
+	k.ctx.Events.Emit(EventClosed{Session: id, Refund: s.Due()})
+	return nil
+}
+
+// EndBlock refunds the sessions due at or before this height, at most
+// MaxSettlePerBlock of them (oldest first; the rest next block).
+func (k *Keeper) EndBlock() {
+	var due [][]byte
+	end := append([]byte{prefixSchedule}, be64(k.ctx.Height+1)...)
+	k.ctx.KV.Iterate([]byte{prefixSchedule}, end, func(key, _ []byte) bool {
+		due = append(due, append([]byte(nil), key...))
+		return len(due) >= MaxSettlePerBlock
+	})
+	for _, key := range due {
+		k.ctx.KV.Delete(key)
+		s, ok := Get(k.ctx.KV, binary.BigEndian.Uint64(key[9:]))
+		if !ok || s.Settled {
+			continue
+		}
+		refund := s.Owed()
+		if !refund.IsZero() {
+			k.esc.Release(s.ID, s.Client, refund)
+		}
+		s.Settled = true
+		k.set(s)
+		k.ctx.Events.Emit(EventSettled{Session: s.ID, Refunded: refund})
+	}
+}
+
+// Invariant checks every open session's escrow against its lanes and its
+// lanes' sanity (paid never above budget).
+func Invariant(r store.KV) error {
+	esc := escrow.NewKeeper(r)
+	var bad error
+	store.IteratePrefix(r, []byte{prefixSession}, func(_, value []byte) bool {
+		var s Session
+		if err := rlp.DecodeBytes(value, &s); err != nil {
+			bad = err
+			return true
+		}
+		for _, l := range s.Lanes {
+			if l.Paid.Gt(l.Budget) {
+				bad = fmt.Errorf("session invariant broken: session %d lane %s paid %s of a %s budget", s.ID, l.Provider, l.Paid.Dec(), l.Budget.Dec())
+				return true
+			}
+		}
+		if have := esc.Locked(s.ID); !have.Eq(s.Owed()) {
+			bad = fmt.Errorf("session invariant broken: session %d holds %s, owes %s", s.ID, have.Dec(), s.Owed().Dec())
+			return true
+		}
+		return false
+	})
+	return bad
+}
