@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
@@ -235,8 +236,17 @@ func TestWatcherReorgForkedAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.SendTransaction(e.ctx, repl); err != nil {
-		t.Fatal(err)
+	// The pool resets to the new head asynchronously: until it has, it
+	// still counts the forked-away deposit's nonce as used.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := e.c.SendTransaction(e.ctx, repl)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "nonce too low") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if h := e.head(); h != b {
 		t.Fatalf("head %d after the fork and one block, want %d", h, b)
