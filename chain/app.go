@@ -21,6 +21,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -408,6 +409,9 @@ func CheckInvariants(kv store.KV) error {
 		return err
 	}
 	if err := bridge.Invariant(kv); err != nil {
+		return err
+	}
+	if err := session.Invariant(kv); err != nil {
 		return err
 	}
 	return market.StageInvariant(kv)

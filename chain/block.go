@@ -11,6 +11,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -108,7 +109,12 @@ func padAddr(b []byte) []byte {
 // windows, disputes), pays out matured unbondings, computes the validator
 // power changes for CometBFT, and pays the fee pool to validators by power.
 func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []escrow.PowerUpdate {
-	market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: string(kv.Get(ChainIDKey()))}).EndBlock()
+	chainID := string(kv.Get(ChainIDKey()))
+	mk := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: chainID})
+	mk.EndBlock()
+	for _, s := range session.NewKeeper(session.Context{KV: kv, ChainID: chainID, Height: env.height, Events: evs}).EndBlock() {
+		mk.SessionSettled(s.ID, s.Paid, s.Refunded)
+	}
 	bridge.NewKeeper(bridge.Context{KV: kv, Params: p, ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: evs}).EndBlock()
 	k := escrow.NewKeeper(kv)
 	for _, m := range k.MatureUnbondings(env.height) {

@@ -10,6 +10,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -131,6 +132,18 @@ func bridgeHandler(fn func(k *bridge.Keeper, from types.Address) error) handler 
 	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
 		var evs types.Events
 		k := bridge.NewKeeper(bridge.Context{KV: kv, Params: getParams(kv), ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: &evs})
+		if err := fn(k, from); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	}
+}
+
+// sessionHandler adapts a session keeper method to a handler.
+func sessionHandler(fn func(k *session.Keeper, from types.Address) error) handler {
+	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
+		var evs types.Events
+		k := session.NewKeeper(session.Context{KV: kv, ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: &evs})
 		if err := fn(k, from); err != nil {
 			return nil, err
 		}
@@ -280,6 +293,15 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 				_, err := k.Withdraw(from, msg.To, msg.Amount)
 				return err
 			})
+		})
+	case types.MsgTypeRedeemVoucher:
+		return decode(m.Data, session.DecodeMsgRedeemVoucher, func(msg *session.MsgRedeemVoucher) handler {
+			*work = keyProofWork // one secp256k1 recovery
+			return sessionHandler(func(k *session.Keeper, _ types.Address) error { _, err := k.Redeem(&msg.Voucher, msg.Sig); return err })
+		})
+	case types.MsgTypeCloseSession:
+		return decode(m.Data, session.DecodeMsgCloseSession, func(msg *session.MsgCloseSession) handler {
+			return sessionHandler(func(k *session.Keeper, from types.Address) error { return k.Close(from, msg.Session) })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -281,6 +281,11 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	case m.Kind == KindSplit && (long || life > k.p.MaxJobBlocks):
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: a split job leaves room for %d replacements: bid + reveal + %d × execute + verify + %d dispute blocks must be at most %d blocks",
 			MaxSplitReplacements, 1+MaxSplitReplacements, k.p.DisputeBlocks, k.p.MaxJobBlocks)
+	case m.Kind == KindSession:
+		if err := k.checkSessionLife(m); err != nil {
+			return 0, err
+		}
+		life = w.Bid + w.Reveal + m.Session.Blocks + m.Session.Grace
 	case long || life > k.p.MaxJobBlocks:
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) + %d dispute blocks must be at most %d blocks", k.p.DisputeBlocks, k.p.MaxJobBlocks)
 	}
@@ -292,7 +297,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	j := &Job{
 		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
 		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
-		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices,
+		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices, Session: m.Session,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
 		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int), FeeSpent: new(uint256.Int),
 	}
@@ -684,6 +689,10 @@ func (k *Keeper) close(j *Job) {
 		k.setState(j, JobExpired)
 		k.setJob(j)
 		k.emit(EventJobExpired{Job: j.ID, Refund: refund, Reason: reason})
+		return
+	}
+	if j.Kind == KindSession {
+		k.openSession(j, awards[0])
 		return
 	}
 	k.setState(j, JobRunning)

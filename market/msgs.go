@@ -146,6 +146,8 @@ type MsgPostJob struct {
 	PromptTokens uint64 `rlp:"optional"`
 	// Slices: see Job.Slices (split jobs only, one per stage).
 	Slices []types.Hash `rlp:"optional"`
+	// Session: see Job.Session (session jobs only).
+	Session *SessionTerms `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -162,15 +164,17 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return types.ErrInvalidMsg.Wrapf("post-job: "+f, a...)
 	}
 	switch {
-	case m.Kind != KindInference && m.Kind != KindPipeline && m.Kind != KindSplit:
-		return nil, bad("kind %q: want %s, %s or %s", m.Kind, KindInference, KindPipeline, KindSplit)
+	case m.Kind != KindInference && m.Kind != KindPipeline && m.Kind != KindSplit && m.Kind != KindSession:
+		return nil, bad("kind %q: want %s, %s, %s or %s", m.Kind, KindInference, KindPipeline, KindSplit, KindSession)
+	case (m.Kind == KindSession) != (m.Session != nil):
+		return nil, bad("session terms go with kind %s, and only with it", KindSession)
 	case m.Mode != ModeAuction && m.Mode != ModePool:
 		return nil, bad("mode %q: want %s or %s", m.Mode, ModeAuction, ModePool)
 	case m.Model == (types.Hash{}):
 		return nil, bad("model hash is missing")
 	case m.Stages == 0:
 		return nil, bad("a job has at least one stage")
-	case m.Redundancy < 2:
+	case m.Redundancy < 2 && m.Kind != KindSession:
 		return nil, bad("redundancy %d: at least 2 replicas, or nothing can be verified", m.Redundancy)
 	case m.MaxPrice == nil || m.MaxPrice.IsZero():
 		return nil, bad("max price must be positive")
@@ -186,8 +190,10 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("requirements: runtime is too long")
 	case len(m.Req.Class) > MaxClassLen || !types.Printable(m.Req.Class):
 		return nil, bad("requirements: class is too long")
-	case m.Windows.Bid == 0 || m.Windows.Execute == 0 || m.Windows.Verify == 0:
+	case m.Windows.Bid == 0 || (m.Kind != KindSession && (m.Windows.Execute == 0 || m.Windows.Verify == 0)):
 		return nil, bad("windows: bid, execute and verify must each be at least one block")
+	case m.Kind == KindSession && (m.Windows.Execute != 0 || m.Windows.Verify != 0):
+		return nil, bad("windows: a session has no execute or verify window (its terms say how long it serves)")
 	case m.Mode == ModeAuction && m.Windows.Reveal == 0:
 		return nil, bad("windows: an auction needs a reveal window of at least one block")
 	case m.Seal == (types.Hash{}):
@@ -205,6 +211,11 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 	}
 	if m.Kind == KindSplit {
 		if err := validateSplitPost(&m); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	if m.Kind == KindSession {
+		if err := validateSessionPost(&m); err != nil {
 			return nil, bad("%v", err)
 		}
 	}

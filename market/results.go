@@ -9,6 +9,7 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -812,6 +813,11 @@ func EscrowInvariant(r store.KV) error {
 			want.Add(j.ValidatorFee, j.MaxPayout())
 			for _, b := range Bids(r, j.ID) {
 				want.Add(want, b.Deposit)
+			}
+		case j.Kind == KindSession:
+			// The running session's lanes and fee reserve (package session).
+			if s, ok := session.Get(r, j.ID); ok {
+				want = s.Owed()
 			}
 		default:
 			if !j.FeePaid {

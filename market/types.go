@@ -68,7 +68,11 @@ const (
 	KindPipeline  = "pipeline"
 	// KindSplit is split inference: one LLM cut by layers into Stages
 	// slices, each stage run by Redundancy replica chains (split.go).
-	KindSplit   = "split"
+	KindSplit = "split"
+	// KindSession is a session lease: one auction awards r providers a lane
+	// each for SessionTerms.Blocks blocks; requests are paid by vouchers
+	// off chain (session.go, package session).
+	KindSession = "session"
 	ModeAuction = "auction"
 	ModePool    = "pool"
 )
@@ -152,6 +156,8 @@ type Job struct {
 	// other kinds): a provider is eligible for stage s when it advertises
 	// Slices[s] or the whole Model.
 	Slices []types.Hash `rlp:"optional"`
+	// Session holds a session lease's terms (session jobs only).
+	Session *SessionTerms `rlp:"optional"`
 }
 
 // feeSpent is FeeSpent, zero when absent.
@@ -170,6 +176,9 @@ func (j *Job) stageFee() *uint256.Int {
 // MaxPayout is stages × r × max price, what posting locks besides the fee.
 func (j *Job) MaxPayout() *uint256.Int {
 	n := uint256.NewInt(uint64(j.Stages) * uint64(j.Redundancy))
+	if j.Session != nil {
+		return n.Mul(n, j.Session.Budget) // a session locks a budget per lane
+	}
 	return n.Mul(n, j.MaxPrice)
 }
 

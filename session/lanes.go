@@ -232,9 +232,17 @@ func (k *Keeper) Close(from types.Address, id uint64) error {
 	return nil
 }
 
+// Settled is a session the end-block settled: what its lanes were paid in
+// all and what went back to the client.
+type Settled struct {
+	ID             uint64
+	Paid, Refunded *uint256.Int
+}
+
 // EndBlock refunds the sessions due at or before this height, at most
 // MaxSettlePerBlock of them (oldest first; the rest next block).
-func (k *Keeper) EndBlock() {
+func (k *Keeper) EndBlock() []Settled {
+	var out []Settled
 	var due [][]byte
 	end := append([]byte{prefixSchedule}, be64(k.ctx.Height+1)...)
 	k.ctx.KV.Iterate([]byte{prefixSchedule}, end, func(key, _ []byte) bool {
@@ -253,8 +261,14 @@ func (k *Keeper) EndBlock() {
 		}
 		s.Settled = true
 		k.set(s)
+		paid := new(uint256.Int)
+		for _, l := range s.Lanes {
+			paid.Add(paid, l.Paid)
+		}
+		out = append(out, Settled{ID: s.ID, Paid: paid, Refunded: refund})
 		k.ctx.Events.Emit(EventSettled{Session: s.ID, Refunded: refund})
 	}
+	return out
 }
 
 // Invariant checks every open session's escrow against its lanes and its

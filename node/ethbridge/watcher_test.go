@@ -294,6 +294,16 @@ func TestWatcherReorgReincluded(t *testing.T) {
 	if err := e.sim.Fork(grand.Hash()); err != nil {
 		t.Fatal(err)
 	}
+	// The pool puts the forked-away approval and deposit back when it has
+	// reset to the new head, asynchronously: wait for them.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, err := e.c.PendingTransactionCount(e.ctx); err == nil && n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the forked-away transactions never returned to the pool")
+		}
+	}
 	e.sim.Commit() // the approval and the deposit go back in, in one block
 	r, err := e.c.TransactionReceipt(e.ctx, depTx.Hash())
 	if err != nil {
