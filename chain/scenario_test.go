@@ -110,6 +110,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -662,6 +663,8 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 		m.Model = s.word("model")
 		m.Seal = salt(name, "seal", s.lineNo)
 		canary, canaryBy := "", name
+		_, execGiven := kv["execute"]
+		_, verifyGiven := kv["verify"]
 		for k, v := range kv {
 			switch k {
 			case "stages":
@@ -706,8 +709,33 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 				m.Req.Runtime = v
 			case "class":
 				m.Req.Class = v
+			case "budget", "session-blocks", "grace", "input-bps":
+				if m.Session == nil {
+					m.Session = &market.SessionTerms{Budget: types.OGPU(10), Blocks: 20, Grace: 5}
+				}
+				switch k {
+				case "budget":
+					m.Session.Budget = s.parseAmount(v)
+				case "session-blocks":
+					m.Session.Blocks = s.parseUint(v)
+				case "grace":
+					m.Session.Grace = s.parseUint(v)
+				case "input-bps":
+					m.Session.InputPriceBps = s.parseUint(v)
+				}
 			default:
 				s.fatalf("unknown post-job option %q", k)
+			}
+		}
+		if m.Kind == market.KindSession {
+			// A session has no input and no execute/verify windows (unless
+			// the script gives them, to be refused).
+			m.Input = types.Hash{}
+			if !execGiven {
+				m.Windows.Execute = 0
+			}
+			if !verifyGiven {
+				m.Windows.Verify = 0
 			}
 		}
 		if m.MaxPrice == nil {
@@ -717,6 +745,24 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			_, m.Seal = scenarioCanary(s.word(canary), canaryBy, int(m.Stages))
 		}
 		return m.Raw()
+	case "voucher":
+		s.need(pos, 4, "voucher SESSION PROVIDER CUMULATIVE SEQ [signer=NAME] [chain=ID]")
+		v := session.Voucher{ChainID: testChainID, Session: s.parseUint(pos[0]), Provider: s.addr(pos[1]), Cumulative: s.parseAmount(pos[2]), Seq: s.parseUint(pos[3])}
+		if c, ok := kv["chain"]; ok {
+			v.ChainID = c
+		}
+		signer := name
+		if n, ok := kv["signer"]; ok {
+			signer = n
+		}
+		sig, err := session.Sign(testKey(signer), v.Hash())
+		if err != nil {
+			s.fatalf("sign: %v", err)
+		}
+		return (&session.MsgRedeemVoucher{Voucher: v, Sig: sig}).Raw()
+	case "close-session":
+		s.need(pos, 1, "close-session SESSION")
+		return (&session.MsgCloseSession{Session: s.parseUint(pos[0])}).Raw()
 	case "cancel":
 		s.need(pos, 1, "cancel JOB")
 		return (&market.MsgCancelJob{Job: s.parseUint(pos[0])}).Raw()

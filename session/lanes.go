@@ -60,6 +60,7 @@ type Session struct {
 	// redemption.
 	Fee     *uint256.Int `json:"fee"`
 	FeeBps  uint64       `json:"fee_bps"`
+	FeePaid *uint256.Int `json:"fee_paid"`
 	Closed  bool         `json:"closed"`
 	Settled bool         `json:"settled"`
 }
@@ -153,6 +154,7 @@ func (k *Keeper) Open(s *Session) error {
 	for i := range s.Lanes {
 		s.Lanes[i].Paid = new(uint256.Int)
 	}
+	s.FeePaid = new(uint256.Int)
 	if have := k.esc.Locked(s.ID); !have.Eq(s.Owed()) {
 		return fmt.Errorf("session %d: escrow holds %s, the lanes and fee need %s", s.ID, types.FormatAmount(have), types.FormatAmount(s.Owed()))
 	}
@@ -204,6 +206,7 @@ func (k *Keeper) Redeem(v *Voucher, sig []byte) (*uint256.Int, error) {
 	if !fee.IsZero() {
 		k.esc.ReleaseToFeePool(s.ID, fee)
 		s.Fee = new(uint256.Int).Sub(s.Fee, fee)
+		s.FeePaid = new(uint256.Int).Add(s.FeePaid, fee)
 	}
 	lane.Paid = claim.Clone()
 	k.set(s)
@@ -235,8 +238,8 @@ func (k *Keeper) Close(from types.Address, id uint64) error {
 // Settled is a session the end-block settled: what its lanes were paid in
 // all and what went back to the client.
 type Settled struct {
-	ID             uint64
-	Paid, Refunded *uint256.Int
+	ID                      uint64
+	Paid, Refunded, FeePaid *uint256.Int
 }
 
 // EndBlock refunds the sessions due at or before this height, at most
@@ -265,7 +268,7 @@ func (k *Keeper) EndBlock() []Settled {
 		for _, l := range s.Lanes {
 			paid.Add(paid, l.Paid)
 		}
-		out = append(out, Settled{ID: s.ID, Paid: paid, Refunded: refund})
+		out = append(out, Settled{ID: s.ID, Paid: paid, Refunded: refund, FeePaid: s.FeePaid.Clone()})
 		k.ctx.Events.Emit(EventSettled{Session: s.ID, Refunded: refund})
 	}
 	return out
