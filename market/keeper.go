@@ -530,7 +530,7 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 		return types.ErrWrongPhase.Wrapf("job %d was awarded: every task got its %d claims (first come, first served), it takes no more; look for another pool job", j.ID, j.Redundancy)
 	}
 	if _, awarded := k.ver.GetTask(j.ID, m.Stage); awarded {
-		return types.ErrWrongPhase.Wrapf("job %d task %d was awarded at its %d-th claim (first come, first served): it takes no more claims; claim another task", j.ID, m.Stage, j.Redundancy)
+		return types.ErrWrongPhase.Wrapf("job %d task %d was awarded to its first %d eligible claimants (first come, first served): it takes no more claims; claim another task", j.ID, m.Stage, j.Redundancy)
 	}
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)

@@ -159,7 +159,7 @@ func TestPoolTasksFillOneByOne(t *testing.T) {
 	if len(eventsOf[EventTaskFilled](t, n.since(mark))) != 1 || len(awardsOf(t, n.since(mark), id)) != 0 {
 		t.Fatal("task 0 filled: want task_filled and no job_awarded yet")
 	}
-	n.refused("claim a filled task", claimBy(prov3, id, 0), types.ErrWrongPhase, "job 1 task 0 was awarded at its 2-th claim", "claim another task")
+	n.refused("claim a filled task", claimBy(prov3, id, 0), types.ErrWrongPhase, "job 1 task 0 was awarded to its first 2 eligible claimants", "claim another task")
 	n.refused("commit before the job runs", func(k *Keeper) error {
 		return k.CommitResult(prov1, &verifier.MsgCommitResult{Job: id, Stage: 0, Commitment: hashOf("early")})
 	}, types.ErrWrongPhase, "job 1 is bidding: it takes results once it runs")
