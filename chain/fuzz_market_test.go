@@ -705,11 +705,14 @@ func fmSeeds() []fmNamedSeed {
 	name = "pool"
 	// A pool job from dave (mode pool, one stage, r = 2, cap 5, windows
 	// 1/1/1/1, no requirements, a seal that is no canary's) claimed by bob
-	// and carol, who agree; the task settles three blocks later.
+	// (twice: a duplicate), alice (no provider) and carol, whose claim is
+	// the second eligible one and awards the task in its block (issue 14):
+	// carol's second claim comes too late. Bob and carol agree the next
+	// two blocks; the task settles three blocks later.
 	s = &fmSeed{}
 	s.tx(fmOpPostJob, fmDave, 1, 0, 0, fmPrice5, 1, 1, 1, 1, 0, 1, 1).
-		tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).advance(1).
-		tx(fmOpClaim, fmAlice, 2, 0).advance(2)
+		tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmAlice, 2, 0).
+		tx(fmOpClaim, fmCarol, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).advance(1)
 	s.commitResult(fmBob, 2, 0, 1).commitResult(fmCarol, 2, 0, 1).advance(1)
 	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).advance(3)
 	add(s)
@@ -825,7 +828,7 @@ func TestFuzzMarketSeeds(t *testing.T) {
 			jobs:  []jobEnd{{1, market.JobCancelled, new(uint256.Int), new(uint256.Int)}},
 		},
 		"pool": {
-			codes: []uint32{ok, ok, ok, dup, eligible, ok, ok, ok, ok},
+			codes: []uint32{ok, ok, dup, eligible, ok, phase, ok, ok, ok, ok},
 			jobs:  []jobEnd{{2, market.JobCompleted, types.OGPU(10), new(uint256.Int)}},
 		},
 		"canary": {

@@ -194,11 +194,13 @@ func parseAddr(s string) (types.Address, error) {
 
 // phase describes where a job is at height h (the last committed block).
 func phase(j *market.Job, h uint64) string {
+	if j.Mode == market.ModePool && (j.State == market.JobBidding || j.State == market.JobRevealing) {
+		return "taking claims until height " + strconv.FormatUint(j.RevealEnd, 10) + "; a task is awarded once " + strconv.FormatUint(uint64(j.Redundancy), 10) +
+			" eligible providers claimed it (" + strconv.FormatUint(uint64(j.Filled), 10) + " of " + strconv.FormatUint(uint64(j.Stages), 10) +
+			" awarded), the others at the end of that block; the job runs once every task is awarded"
+	}
 	switch j.State {
 	case market.JobBidding:
-		if j.Mode == market.ModePool {
-			return "taking claims until height " + strconv.FormatUint(j.RevealEnd, 10) + "; tasks are assigned at its end"
-		}
 		return "taking sealed bids until height " + strconv.FormatUint(j.BidEnd, 10) + ", reveals until " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of block " + strconv.FormatUint(j.RevealEnd, 10)
 	case market.JobRevealing:
 		return "taking bid reveals until height " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of that block"

@@ -1333,6 +1333,9 @@ func (s *scenario) dump() {
 		}
 		s.printf("      model=%s model_size=%d input=%s seal=%s max_tokens=%d prompt_tokens=%d bids=%s canary_by=%s\n",
 			s.hashStr(j.Model), j.ModelSize, s.hashStr(j.Input), s.hashStr(j.Seal), j.MaxTokens, j.PromptTokens, strings.Join(bids, ","), canaryBy)
+		if j.Filled > 0 {
+			s.printf("      filled=%d\n", j.Filled) // pool tasks awarded at their r-th claim
+		}
 		if len(j.Slices) > 0 {
 			sl := make([]string, len(j.Slices))
 			for i, h := range j.Slices {

@@ -109,6 +109,14 @@ func decodeMsg(m types.RawMsg) (handler, genesis.MsgWork, error) {
 // and again at the close. It is charged at the bound (genesis.WorkGas).
 var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 
+// claimWork is a pool claim's: a bid's matching, and the award of its task
+// if it is the r-th eligible claim (market.fillTask: the eligibility checks
+// of the r-1 earlier claims and the task's r slots). Every claim pays the
+// award at its bound (max_redundancy), computed from the message alone:
+// whether a claim awards depends on the state, and CheckTx, FinalizeBlock
+// and the client must agree on the fee.
+var claimWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches, Awards: 1}
+
 // handoffWork is a hand-off proof's: one secp256k1 recovery, the cost the
 // transaction's own signature has (tx_base_gas), charged like a bid's
 // matching at the bound (4,096 × match_gas ≈ tx_base_gas by default)
@@ -241,7 +249,7 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		})
 	case types.MsgTypeClaimTask:
 		return decode(m.Data, market.DecodeMsgClaimTask, func(msg *market.MsgClaimTask) handler {
-			*work = bidWork
+			*work = claimWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.ClaimTask(from, msg) })
 		})
 	case types.MsgTypeCommitResult:

@@ -122,6 +122,9 @@ const (
 	MaxWorkRequirements = 64
 	MaxWorkMatches      = 64 * 64
 	MaxWorkGas          = 1_000_000
+	// MaxWorkRedundancy is the largest max_redundancy (Validate): the
+	// bound of an award's slots and eligibility checks.
+	MaxWorkRedundancy = 64
 )
 
 // MsgWork is what one message makes the chain do beyond msg_gas; the zero
@@ -131,6 +134,11 @@ type MsgWork struct {
 	Slots        uint64 // stages × redundancy of a posted job
 	Requirements uint64 // attribute requirements of a posted job
 	Matches      uint64 // requirement × attribute comparisons of a bid or claim
+	// Awards is the tasks a message may award (a pool claim: the one it
+	// claims, at its r-th eligible claim): each is charged at its bound,
+	// stage_gas + max_redundancy × (slot_gas + an eligibility check of an
+	// earlier claim, MaxWorkMatches × match_gas). At most one counts.
+	Awards uint64
 }
 
 // StakingParams govern bonded stake and validators.
@@ -311,7 +319,7 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market: fractions are basis points, at most 10000")
 	case p.MaxStages == 0 || p.MaxStages > 1024:
 		return fmt.Errorf("params.market.max_stages = %d: want 1..1024", p.MaxStages)
-	case p.MaxRedundancy < 2 || p.MaxRedundancy > 64:
+	case p.MaxRedundancy < 2 || p.MaxRedundancy > MaxWorkRedundancy:
 		return fmt.Errorf("params.market.max_redundancy = %d: want 2..64", p.MaxRedundancy)
 	case p.MaxBidsPerStage < p.MaxRedundancy || p.MaxBidsPerStage > 10_000:
 		return fmt.Errorf("params.market.max_bids_per_stage = %d: want max_redundancy..10000", p.MaxBidsPerStage)
@@ -350,7 +358,9 @@ func DefaultParams() Params {
 
 // DefaultWorkGas: a 1-stage, 2-replica job pays 9,000 on top of msg_gas,
 // a 64-stage, 16-replica one 2,368,000; a bid or claim pays 20,480 for its
-// matching (see docs/design-notes.md, M2).
+// matching (see docs/design-notes.md, M2), and a pool claim 364,680 more
+// for the award it may make (5,000 + 16 × (2,000 + 20,480) at the default
+// max_redundancy of 16; docs/design-notes.md, issue 14).
 func DefaultWorkGas() WorkGas {
 	return WorkGas{StageGas: 5_000, SlotGas: 2_000, RequirementGas: 500, MatchGas: 5}
 }
@@ -384,10 +394,11 @@ func (p Params) Validate() error {
 		return fmt.Errorf("params.work_gas: each gas is at most %d", MaxWorkGas)
 	}
 	// The heaviest message (bounds below 2^17 stages, 2^23 slots, 2^7
-	// requirements, 2^13 matches at 2^20 gas each: below 2^45) times one
+	// requirements, 2^13 matches, an award of 2^7 × 2^13 at 2^20 gas
+	// each: below 2^45) times one
 	// message per byte (2^22) stays below 2^67 only if checked: do so.
 	if p.Market.MaxStages <= 1024 && p.Market.MaxRedundancy <= 64 {
-		heaviest := p.workGas(MsgWork{Stages: p.Market.MaxStages, Slots: p.Market.MaxStages * p.Market.MaxRedundancy, Requirements: MaxWorkRequirements, Matches: MaxWorkMatches})
+		heaviest := p.workGas(MsgWork{Stages: p.Market.MaxStages, Slots: p.Market.MaxStages * p.Market.MaxRedundancy, Requirements: MaxWorkRequirements, Matches: MaxWorkMatches, Awards: 1})
 		hi, lo := bits.Mul64(p.MaxTxBytes, heaviest)
 		if total, carry := bits.Add64(lo, p.TxBaseGas+p.MaxTxBytes*p.TxByteGas, 0); hi != 0 || carry != 0 || total > math.MaxInt64 {
 			return fmt.Errorf("params.work_gas: the gas of the largest transaction overflows")
@@ -433,8 +444,10 @@ func (p Params) Gas(size int, work []MsgWork) uint64 {
 func (p Params) workGas(w MsgWork) uint64 {
 	stages := min(w.Stages, p.Market.MaxStages)
 	slots := min(w.Slots, p.Market.MaxStages*p.Market.MaxRedundancy)
+	award := p.WorkGas.StageGas + min(p.Market.MaxRedundancy, MaxWorkRedundancy)*(p.WorkGas.SlotGas+MaxWorkMatches*p.WorkGas.MatchGas)
 	return p.MsgGas + stages*p.WorkGas.StageGas + slots*p.WorkGas.SlotGas +
-		min(w.Requirements, MaxWorkRequirements)*p.WorkGas.RequirementGas + min(w.Matches, MaxWorkMatches)*p.WorkGas.MatchGas
+		min(w.Requirements, MaxWorkRequirements)*p.WorkGas.RequirementGas + min(w.Matches, MaxWorkMatches)*p.WorkGas.MatchGas +
+		min(w.Awards, 1)*award
 }
 
 // RequiredFee is Gas(size, work) * MinGasPrice.

@@ -106,7 +106,8 @@ type EventJobRevealing struct {
 
 func (EventJobRevealing) EventType() string { return "job_revealing" }
 
-// EventJobAwarded is emitted per stage at the close. Providers is the
+// EventJobAwarded is emitted per stage when the job starts: at the close,
+// or at the claim that fills a pool job's last task (EventTaskFilled). Providers is the
 // winners in rank order (a split job's: in replica-chain order, Providers[i]
 // holds chain i); each is paid Price. A pipeline's stages after the
 // first are awarded waiting, with both deadlines 0: EventStageOpened gives
@@ -121,6 +122,23 @@ type EventJobAwarded struct {
 }
 
 func (EventJobAwarded) EventType() string { return "job_awarded" }
+
+// EventTaskFilled: a pool task got its r-th eligible claim and is
+// awarded to Providers (in claim order) at the fixed reward Price, in the
+// claim's transaction. Filled of the job's Stages tasks are now awarded;
+// when Filled reaches Stages the job starts in the same transaction and
+// EventJobAwarded follows for every stage, with its deadlines. Otherwise
+// the task waits for the job's other tasks (or the close).
+type EventTaskFilled struct {
+	Job       uint64       `event:"job,index"`
+	Stage     uint16       `event:"stage"`
+	Providers []string     `event:"providers"`
+	Price     *uint256.Int `event:"price"`
+	Filled    uint16       `event:"filled"`
+	Stages    uint16       `event:"stages"`
+}
+
+func (EventTaskFilled) EventType() string { return "task_filled" }
 
 // EventStageOpened opens a waiting pipeline stage once the stage before it
 // settled on a decided result (agreed, verdict or canary). Input is that

@@ -374,9 +374,12 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 		return types.ErrWrongPhase.Wrapf("job %d is %s: only a job not yet awarded can be cancelled", id, j.State)
 	}
 	for _, b := range Bids(k.kv, id) {
-		k.esc.Release(id, b.Provider, b.Deposit)
+		if depositHeld(k.kv, id, &b) {
+			k.esc.Release(id, b.Provider, b.Deposit)
+		}
 	}
 	k.clearBook(id)
+	k.unfill(j)
 	refund := k.esc.Locked(id)
 	k.esc.Release(id, j.Client, refund)
 	j.Refunded.Add(j.Refunded, refund)
@@ -384,6 +387,15 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 	k.setJob(j)
 	k.emit(EventJobCancelled{Job: id, Refund: refund})
 	return nil
+}
+
+// depositHeld reports whether bid b of job still holds its deposit in the
+// job's escrow: a sealed bid, or a revealed bid (or claim) still in the
+// order book. A claim leaves the book when its pool task is awarded at the
+// r-th claim (deposit returned) or when it is dropped there for its
+// provider's ineligibility (deposit burned): fillTask.
+func depositHeld(r store.Reader, job uint64, b *StageBid) bool {
+	return !b.Revealed || r.Get(BookKey(job, b.Stage, b.Price, b.Provider)) != nil
 }
 
 // clearBook drops a job's order book once its bids are resolved. The bid
@@ -497,8 +509,15 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	return nil
 }
 
-// ClaimTask claims a task of a pool-mode job at its fixed reward. The first
-// r eligible claims of each task are assigned at the close.
+// ClaimTask claims a task of a pool-mode job at its fixed reward, first
+// come first served. The claim that gives a task its r-th eligible claim
+// awards it in the same transaction (fillTask), and the claim that awards
+// the job's last task starts the job (start): its execute and verify
+// windows count from that height, not from the end of the claim window.
+// A task awarded this way takes no more claims. Tasks still short of r
+// claims when the claim window ends are awarded at the close, as before.
+// Split jobs are awarded at the close only (splitSelect gives an account
+// one slot across all stages, which a per-task award cannot see).
 func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	j, err := k.job(m.Job)
 	if err != nil {
@@ -510,8 +529,13 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	switch {
 	case j.Mode != ModePool:
 		return types.ErrWrongPhase.Wrapf("job %d is an auction: bid with ogpu tx market bid", j.ID)
-	case !j.State.Open() || j.State == JobRunning || k.ctx.Height > j.RevealEnd:
+	case !j.State.Open() || k.ctx.Height > j.RevealEnd:
 		return types.ErrWrongPhase.Wrapf("job %d took claims until height %d (now %d)", j.ID, j.RevealEnd, k.ctx.Height)
+	case j.State == JobRunning:
+		return types.ErrWrongPhase.Wrapf("job %d was awarded: every task got its %d claims (first come, first served), it takes no more; look for another pool job", j.ID, j.Redundancy)
+	}
+	if _, awarded := k.ver.GetTask(j.ID, m.Stage); awarded {
+		return types.ErrWrongPhase.Wrapf("job %d task %d was awarded to its first %d eligible claimants (first come, first served): it takes no more claims; claim another task", j.ID, m.Stage, j.Redundancy)
 	}
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)
@@ -533,9 +557,88 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	j.Bids[m.Stage]++
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
 	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
-	k.setJob(j)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
+	if j.Kind != KindSplit {
+		k.fillTask(j, m.Stage, from)
+	}
+	k.setJob(j)
 	return nil
+}
+
+// fillTask awards task s of pool job j once its order book holds r
+// claims whose providers are all still eligible; claimant's claim is the
+// newest and was just checked. A claim whose provider is no longer
+// eligible (jailed, unbonded, re-registered without what the job
+// requires) leaves the book and forfeits its deposit, as it would at the
+// close (L1), and does not count: the task waits for more claims.
+//
+// Work: the book of an unawarded task holds at most r-1 claims before a
+// claim (r fills or drops one), so this is at most r-1 eligibility checks
+// and one task's award, at most max_redundancy of each: the chain charges
+// every claim for that bound (genesis.MsgWork.Awards). Starting the job
+// is per stage and was paid by its post (work_gas.stage_gas), as at the
+// close.
+func (k *Keeper) fillTask(j *Job, s uint16, claimant types.Address) {
+	r := int(j.Redundancy)
+	var book []types.Address
+	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, s), func(key, _ []byte) bool {
+		book = append(book, types.BytesToAddress(key[len(key)-types.AddressLength:]))
+		return len(book) > r // never more than r while this rule holds
+	})
+	if len(book) != r {
+		return
+	}
+	winners := make([]ranked, 0, r)
+	for _, addr := range book {
+		b, _ := GetBid(k.kv, j.ID, s, addr)
+		if addr != claimant {
+			if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, s, addr); err != nil {
+				k.kv.Delete(BookKey(j.ID, s, b.Price, addr))
+				k.esc.BurnLocked(j.ID, b.Deposit)
+				k.emit(EventBidForfeited{Job: j.ID, Stage: s, Provider: addr, Deposit: b.Deposit, Reason: "ineligible when the task reached its claims: " + err.Error()})
+				continue
+			}
+		}
+		winners = append(winners, ranked{provider: addr, price: b.Price, seq: b.Seq, deposit: b.Deposit})
+	}
+	if len(winners) < r {
+		return
+	}
+	slices.SortFunc(winners, func(a, b ranked) int { return cmpU64(a.seq, b.seq) })
+	names := make([]string, r)
+	for i, w := range winners {
+		k.kv.Delete(BookKey(j.ID, s, w.price, w.provider))
+		k.esc.Release(j.ID, w.provider, w.deposit)
+		names[i] = w.provider.Hex()
+	}
+	k.awardStage(j, s, stageAward{winners: winners, price: j.MaxPrice.Clone()})
+	j.Filled++
+	k.emit(EventTaskFilled{Job: j.ID, Stage: s, Providers: names, Price: j.MaxPrice, Filled: j.Filled, Stages: j.Stages})
+	if j.Filled == j.Stages {
+		k.start(j)
+	}
+}
+
+// unfill undoes the early awards of a pool job that will not run (the
+// client cancelled it, or the close expired it: a pipeline stage nobody
+// claimed). Nothing ran: the tasks have no deadlines. Their claims'
+// deposits went back at the award; the caller refunds the escrow.
+func (k *Keeper) unfill(j *Job) {
+	if j.Filled == 0 {
+		return
+	}
+	for s := uint16(0); s < j.Stages; s++ {
+		t, ok := k.ver.GetTask(j.ID, s)
+		if !ok {
+			continue
+		}
+		for _, sl := range t.Slots {
+			k.kv.Delete(byProviderKey(sl.Provider, j.ID))
+		}
+		k.ver.DeleteTask(j.ID, s)
+		j.Prices[s] = new(uint256.Int)
+	}
+	j.Filled = 0
 }
 
 // ---- the close ----
@@ -546,6 +649,7 @@ type ranked struct {
 	score    uint64
 	tie      types.Hash
 	seq      uint64
+	deposit  *uint256.Int // fillTask only
 }
 
 // rank orders eligible revealed bids: auctions by price, then reputation
@@ -616,16 +720,24 @@ type stageAward struct {
 // eligible bids at the uniform clearing price, refund revealed deposits,
 // burn unrevealed ones; expire the job if no stage was awarded (a
 // pipeline: if any stage was not; a split job: if any stage has fewer
-// than r winners, one slot per account, see splitSelect). Every stage
-// opens at once, except a pipeline's stages after the first: they wait
-// (TaskWaiting, no deadlines) until the stage before them settles; see
-// advance. A split stage's winners are put in replica-chain order
-// (chainOrder): slot i of every stage is chain i.
+// than r winners, one slot per account, see splitSelect). A pool task
+// already awarded at its r-th claim (fillTask) keeps its winners; its
+// claims' deposits were returned then. Every stage opens at once, except
+// a pipeline's stages after the first: they wait (TaskWaiting, no
+// deadlines) until the stage before them settles; see advance. A split
+// stage's winners are put in replica-chain order (chainOrder): slot i of
+// every stage is chain i.
 func (k *Keeper) close(j *Job) {
 	awards := make([]stageAward, j.Stages)
 	dropped := make([]map[types.Address]string, j.Stages)
+	filled := make([]bool, j.Stages)
 	awarded := 0
 	for s := uint16(0); s < j.Stages; s++ {
+		if _, ok := k.ver.GetTask(j.ID, s); ok {
+			filled[s] = true // a pool task awarded at its r-th claim
+			awarded++
+			continue
+		}
 		if j.Bids[s] == 0 {
 			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
 			continue
@@ -646,8 +758,12 @@ func (k *Keeper) close(j *Job) {
 	}
 	// Deposits: revealed bids of providers still eligible get theirs back;
 	// sealed ones, and revealed ones whose provider became ineligible
-	// before the close, lose it.
+	// before the close, lose it. Claims of filled pool tasks no longer
+	// hold one.
 	for _, b := range Bids(k.kv, j.ID) {
+		if !depositHeld(k.kv, j.ID, &b) {
+			continue
+		}
 		reason, out := dropped[b.Stage][b.Provider]
 		switch {
 		case b.Revealed && !out:
@@ -666,7 +782,7 @@ func (k *Keeper) close(j *Job) {
 	pipelineGap, splitShort := -1, -1
 	if j.Kind == KindPipeline && awarded > 0 {
 		for s := range awards {
-			if len(awards[s].winners) == 0 {
+			if len(awards[s].winners) == 0 && !filled[s] {
 				pipelineGap = s
 				break
 			}
@@ -683,6 +799,7 @@ func (k *Keeper) close(j *Job) {
 		case splitShort >= 0:
 			reason = splitGapReason(j, uint16(splitShort), len(awards[splitShort].winners))
 		}
+		k.unfill(j)
 		refund := k.esc.Locked(j.ID)
 		k.esc.Release(j.ID, j.Client, refund)
 		j.Refunded.Add(j.Refunded, refund)
@@ -695,42 +812,65 @@ func (k *Keeper) close(j *Job) {
 		k.openSession(j, awards[0])
 		return
 	}
+	for s := uint16(0); s < j.Stages; s++ {
+		if !filled[s] && len(awards[s].winners) > 0 {
+			k.awardStage(j, s, awards[s])
+		}
+	}
+	k.start(j)
+}
+
+// awardStage gives stage s of j to a's winners (at least one) at a's
+// price. The stage reserved r × cap at the post; it keeps n × price for
+// its n winners and returns the rest to the client. The task is written
+// waiting, without deadlines: start opens it. The close awards this way,
+// and so does a pool task's r-th claim (fillTask).
+func (k *Keeper) awardStage(j *Job, s uint16, a stageAward) {
+	keep := new(uint256.Int).Mul(uint256.NewInt(uint64(len(a.winners))), a.price)
+	reserved := new(uint256.Int).Mul(uint256.NewInt(uint64(j.Redundancy)), j.MaxPrice)
+	refund := new(uint256.Int).Sub(reserved, keep)
+	k.esc.Release(j.ID, j.Client, refund)
+	j.Refunded.Add(j.Refunded, refund)
+	j.Prices[s] = a.price
+	if j.Kind == KindSplit {
+		chainOrder(k.ctx.BlockHash, j.ID, s, a.winners)
+	}
+	t := &verifier.Task{Status: verifier.TaskWaiting}
+	for _, w := range a.winners {
+		t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
+		k.kv.Set(byProviderKey(w.provider, j.ID), present)
+	}
+	for _, b := range a.backups {
+		t.Backups = append(t.Backups, b.provider)
+	}
+	k.ver.SetTask(j.ID, s, t)
+}
+
+// start runs an awarded job from this height: every awarded task's
+// execute window ends execute blocks from now and its verify window
+// verify blocks after that (a pipeline's stages after the first stay
+// waiting until the stage before them settles), and a stage nobody won
+// settles at once, its r × cap refunded. The close calls it at the end of
+// the reveal window; ClaimTask when a pool job's last task gets its r-th
+// eligible claim. One function, so both paths set the same deadlines.
+func (k *Keeper) start(j *Job) {
 	k.setState(j, JobRunning)
 	commitBy := k.ctx.Height + j.Windows.Execute
 	revealBy := commitBy + j.Windows.Verify
 	for s := uint16(0); s < j.Stages; s++ {
-		a := awards[s]
-		// The stage reserved r × cap; keep n × price for the winners.
-		keep := new(uint256.Int).Mul(uint256.NewInt(uint64(len(a.winners))), a.price)
-		if len(a.winners) == 0 {
-			keep.Clear()
-		}
-		reserved := new(uint256.Int).Mul(uint256.NewInt(uint64(j.Redundancy)), j.MaxPrice)
-		refund := new(uint256.Int).Sub(reserved, keep)
-		k.esc.Release(j.ID, j.Client, refund)
-		j.Refunded.Add(j.Refunded, refund)
-		if len(a.winners) == 0 {
+		t, ok := k.ver.GetTask(j.ID, s)
+		if !ok {
+			refund := new(uint256.Int).Mul(uint256.NewInt(uint64(j.Redundancy)), j.MaxPrice)
+			k.esc.Release(j.ID, j.Client, refund)
+			j.Refunded.Add(j.Refunded, refund)
 			j.Settled++
 			k.emit(EventTaskSettled{Job: j.ID, Stage: s, Outcome: "no_bids", Paid: new(uint256.Int), Refund: refund})
 			continue
 		}
-		j.Prices[s] = a.price
-		t := &verifier.Task{Status: verifier.TaskExecuting, CommitDeadline: commitBy, RevealDeadline: revealBy}
-		if j.Kind == KindPipeline && s > 0 {
-			// Its input is stage s-1's settled result: it opens then.
-			t = &verifier.Task{Status: verifier.TaskWaiting}
-		}
-		if j.Kind == KindSplit {
-			chainOrder(k.ctx.BlockHash, j.ID, s, a.winners)
-		}
-		names := make([]string, len(a.winners))
-		for i, w := range a.winners {
-			t.Slots = append(t.Slots, verifier.Slot{Provider: w.provider})
-			k.kv.Set(byProviderKey(w.provider, j.ID), present)
-			names[i] = w.provider.Hex()
-		}
-		for _, b := range a.backups {
-			t.Backups = append(t.Backups, b.provider)
+		if j.Kind != KindPipeline || s == 0 {
+			// A pipeline's later stage takes stage s-1's settled result
+			// as its input: it opens then (advance).
+			t.Status, t.CommitDeadline, t.RevealDeadline = verifier.TaskExecuting, commitBy, revealBy
 		}
 		k.ver.SetTask(j.ID, s, t)
 		switch {
@@ -741,7 +881,11 @@ func (k *Keeper) close(j *Job) {
 			k.schedule(t.CommitDeadline, j.ID, s, deadlineCommit)
 			k.schedule(t.RevealDeadline, j.ID, s, deadlineReveal)
 		}
-		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: a.price, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
+		names := make([]string, len(t.Slots))
+		for i, sl := range t.Slots {
+			names[i] = sl.Provider.Hex()
+		}
+		k.emit(EventJobAwarded{Job: j.ID, Stage: s, Providers: names, Price: j.Prices[s], CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
 	}
 	if j.Kind == KindSplit {
 		k.schedule(revealBy, j.ID, stageNone, deadlineSplit)

@@ -555,42 +555,6 @@ func TestCancelJob(t *testing.T) {
 	n.refused("cancel a running job", func(k *Keeper) error { return k.CancelJob(client, id2) }, types.ErrWrongPhase, "job 2 is running")
 }
 
-func TestPoolClaims(t *testing.T) {
-	params := genesis.DefaultParams()
-	params.Market.MaxBidsPerStage = 3
-	params.Market.MaxRedundancy = 3
-	n := marketNet(t, params)
-	m := auctionJob(2, types.OGPU(2))
-	m.Mode = ModePool
-	id := n.post(client, m)
-	claim := func(p types.Address) func(k *Keeper) error {
-		return func(k *Keeper) error { return k.ClaimTask(p, &MsgClaimTask{Job: id, Stage: 0}) }
-	}
-	n.refused("a sealed bid on a pool job", func(k *Keeper) error {
-		return k.CommitBid(prov1, &MsgCommitBid{Job: id, Stage: 0, Commitment: hashOf("x")})
-	}, types.ErrWrongPhase, "claim tasks with ogpu tx market claim")
-	// Arrival order, not address order, decides: prov3 claims first.
-	n.must("claim", claim(prov3))
-	n.refused("claim twice", claim(prov3), types.ErrDuplicate, "already claimed job 1 task 0")
-	n.advanceTo(4)
-	n.must("claim", claim(prov1))
-	n.advanceTo(5) // claims go on through the reveal window
-	n.must("claim", claim(prov4))
-	n.refused("a fourth claim", claim(prov2), types.ErrWrongPhase, "has the maximum of 3 claims")
-	n.advanceTo(7)
-	n.refused("claim after the close", claim(prov2), types.ErrWrongPhase, "took claims until height 6 (now 7)")
-	tk := n.task(id, 0)
-	if len(tk.Slots) != 2 || tk.Slots[0].Provider != prov3 || tk.Slots[1].Provider != prov1 {
-		t.Fatalf("slots %v, want prov3 then prov1 (first come)", tk.Slots)
-	}
-	if len(tk.Backups) != 1 || tk.Backups[0] != prov4 {
-		t.Errorf("backups %v, want prov4", tk.Backups)
-	}
-	if j := n.job(id); !j.Prices[0].Eq(types.OGPU(2)) {
-		t.Errorf("pool reward %s, want the fixed 2 oGPU", j.Prices[0].Dec())
-	}
-}
-
 // TestUniformPrice runs one auction to the end: the two lowest of four
 // bids win, both are paid the third-lowest price, the validator fee goes
 // to the pool and the client gets the rest back.

@@ -24,6 +24,10 @@ func (k *Keeper) CommitResult(from types.Address, m *verifier.MsgCommitResult) e
 	if err := k.checkStage(j, m.Stage); err != nil {
 		return err
 	}
+	if j.State == JobBidding || j.State == JobRevealing {
+		// A pool task filled at its r-th claim waits for the job's others.
+		return types.ErrWrongPhase.Wrapf("job %d is %s: it takes results once it runs (when every task is awarded, at the latest after the close at height %d)", j.ID, j.State, j.RevealEnd)
+	}
 	t, err := k.ver.Commit(m.Job, m.Stage, from, m.Commitment, k.ctx.Height)
 	if err != nil {
 		return err
@@ -810,9 +814,13 @@ func EscrowInvariant(r store.KV) error {
 		switch {
 		case !j.State.Open():
 		case j.State == JobBidding || j.State == JobRevealing:
+			// A pool task filled at its r-th claim keeps r × cap (its
+			// price is the cap) and no longer holds its claims' deposits.
 			want.Add(j.ValidatorFee, j.MaxPayout())
 			for _, b := range Bids(r, j.ID) {
-				want.Add(want, b.Deposit)
+				if depositHeld(r, j.ID, &b) {
+					want.Add(want, b.Deposit)
+				}
 			}
 		case j.Kind == KindSession:
 			// The running session's lanes and fee reserve (package session).
@@ -845,7 +853,10 @@ func EscrowInvariant(r store.KV) error {
 // waiting task belongs to a running pipeline job, is not stage 0, has no
 // commitment, reveal, deadline, verdict or vote, and waits on a stage that
 // has not settled; a pipeline stage past waiting follows a settled stage.
-// No other job has a waiting task. A split job's stages have one slot per
+// Before a job runs, its only tasks are pool tasks filled at their r-th
+// claim (Job.Filled of them): waiting, r slots, nothing committed, no
+// deadlines; a cancelled or expired job has none. No other job has a
+// waiting task. A split job's stages have one slot per
 // replica chain each, share their commit and reveal deadlines while they
 // execute and leave executing together (the scan); at most
 // MaxSplitReplacements of its slots changed hands, and no other job's did.
@@ -860,9 +871,28 @@ func StageInvariant(r store.KV) error {
 			return true
 		}
 		var prev, first *verifier.Task
-		executing, replaced := 0, 0
+		executing, replaced, filled := 0, 0, 0
 		for s := uint16(0); s < j.Stages; s++ {
 			t, ok := ver.GetTask(j.ID, s)
+			if ok && j.State != JobRunning && j.State != JobCompleted {
+				switch {
+				case j.State != JobBidding && j.State != JobRevealing:
+					return fail(s, "a task, yet the job is %s and never ran: it keeps none", j.State)
+				case j.Mode != ModePool || j.Kind == KindSplit:
+					return fail(s, "a %s task before the job runs: only a pool task filled at its r-th claim may be awarded before the close", t.Status)
+				case t.Status != verifier.TaskWaiting || len(t.Slots) != int(j.Redundancy):
+					return fail(s, "a filled pool task %s with %d slots before the job runs, want waiting with %d", t.Status, len(t.Slots), j.Redundancy)
+				case t.CommitDeadline != 0 || t.RevealDeadline != 0 || t.DisputeDeadline != 0:
+					return fail(s, "a filled pool task has deadlines before the job runs")
+				}
+				for i := range t.Slots {
+					if t.Slots[i].Committed || t.Slots[i].Revealed {
+						return fail(s, "filled, yet %s committed a result before the job runs", t.Slots[i].Provider)
+					}
+				}
+				filled++
+				continue
+			}
 			if ok && t.Status == verifier.TaskExecuting {
 				executing++
 				if first == nil {
@@ -903,6 +933,9 @@ func StageInvariant(r store.KV) error {
 				return fail(s, "%s before stage %d settled", t.Status, s-1)
 			}
 			prev = t
+		}
+		if (j.State == JobBidding || j.State == JobRevealing) && filled != int(j.Filled) {
+			return fail(0, "%d filled pool tasks, the job counts %d", filled, j.Filled)
 		}
 		if j.Kind == KindSplit && executing != 0 && executing != int(j.Stages) {
 			return fail(0, "%d of %d split stages executing: the scan moves them together", executing, j.Stages)

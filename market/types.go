@@ -156,6 +156,13 @@ type Job struct {
 	// other kinds): a provider is eligible for stage s when it advertises
 	// Slices[s] or the whole Model.
 	Slices []types.Hash `rlp:"optional"`
+	// Filled counts the tasks of a pool job awarded at their r-th eligible
+	// claim before the job runs (ClaimTask, fillTask): each has its task
+	// record, waiting, with r slots and no deadlines. The claim that fills
+	// the last task starts the job; the close awards the others. Split
+	// jobs are awarded at the close only (one slot per account across
+	// stages), so theirs stays 0.
+	Filled uint16 `rlp:"optional"`
 	// Session holds a session lease's terms (session jobs only).
 	Session *SessionTerms `rlp:"optional"`
 }

@@ -363,6 +363,7 @@ only the decrypted result, computed here, is ever in the clear.`,
 	f.Int("ctx", llm.DefaultContextSize, "split inference: the providers' context size (frame bound)")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
 	f.String("max-price", "5ogpu", "price cap per provider (pipeline: per stage replica)")
+	f.Bool("pool", false, "inference: post a pool job: --max-price is the fixed reward per provider, provider agents claim it and the --redundancy-th claim awards it at once (claims until bid + reveal blocks)")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
 	f.String("class", "", "determinism class the providers must be in")
 	f.Uint64("bid-blocks", 5, "blocks of sealed bidding")
@@ -449,8 +450,12 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
+	pool, _ := f.GetBool("pool")
 	switch kind, _ := f.GetString("kind"); kind {
 	case market.KindPipeline:
+		if pool {
+			return errors.New("--pool: pool jobs run here are inference jobs (post a pipeline pool job with ogpu tx job post --mode pool)")
+		}
 		return runPipelineJob(ctx, cmd)
 	case market.KindInference:
 	default:
@@ -479,9 +484,15 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
 	}
+	if pool {
+		j.Mode = market.ModePool
+	}
 	if ranges, err := splitRanges(ctx, cmd, modelStr, j.Redundancy); err != nil {
 		return err
 	} else if ranges != nil {
+		if pool {
+			return errors.New("--pool: a split job is awarded by auction here (an account wins one slot across its stages); drop --pool or --stages")
+		}
 		return runSplitJob(ctx, cmd, modelStr, ranges, j)
 	}
 	cl, closeFn, err := clientSession(cmd, ctx)

@@ -827,7 +827,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(w, "job %d posted: %s locked in escrow (%d stage(s) × %d replicas × %s cap + validator fee)\n",
 				ev.Job, types.FormatAmount(ev.Locked), ev.Stages, ev.Redundancy, types.FormatAmount(ev.MaxPrice))
 			if ev.Mode == market.ModePool {
-				fmt.Fprintf(w, "providers claim tasks until height %d; tasks are assigned at its end\n", ev.RevealEnd)
+				fmt.Fprintf(w, "providers claim tasks until height %d; a task is awarded once %d eligible providers claimed it (first come, first served), or at the end of block %d with fewer; the job runs once every task is awarded\n", ev.RevealEnd, ev.Redundancy, ev.RevealEnd)
 			} else {
 				fmt.Fprintf(w, "sealed bids until height %d, reveals until %d; the award runs at the end of block %d\n", ev.BidEnd, ev.RevealEnd, ev.RevealEnd)
 			}
@@ -1116,9 +1116,18 @@ func newClaimCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return s.send(bz, func(_ *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
+			return s.send(bz, func(res *ctypes.ResultTx, out TxOutput) (any, func(io.Writer)) {
+				var filled market.EventTaskFilled
+				fillErr := node.FindEvent(res, &filled)
 				return out, func(w io.Writer) {
-					fmt.Fprintf(w, "claimed job %d task %d at %s; tasks are assigned at the end of block %d\n", id, stage, types.FormatAmount(j.MaxPrice), j.RevealEnd)
+					switch {
+					case fillErr == nil && filled.Filled == filled.Stages:
+						fmt.Fprintf(w, "claimed job %d task %d at %s: the last of the task's %d claims: it is awarded to %s and the job runs now\n", id, stage, types.FormatAmount(j.MaxPrice), j.Redundancy, strings.Join(filled.Providers, ", "))
+					case fillErr == nil:
+						fmt.Fprintf(w, "claimed job %d task %d at %s: the last of the task's %d claims: it is awarded to %s and runs when the job's other tasks are (at the latest after block %d)\n", id, stage, types.FormatAmount(j.MaxPrice), j.Redundancy, strings.Join(filled.Providers, ", "), j.RevealEnd)
+					default:
+						fmt.Fprintf(w, "claimed job %d task %d at %s; it is awarded once %d eligible providers claimed it, or at the end of block %d\n", id, stage, types.FormatAmount(j.MaxPrice), j.Redundancy, j.RevealEnd)
+					}
 				}
 			})
 		},

@@ -71,6 +71,11 @@ type LLMJob struct {
 	MaxPrice     *uint256.Int
 	Req          market.Requirements
 	Windows      market.Windows
+	// Mode is market.ModeAuction (sealed bids, the default when empty)
+	// or market.ModePool: MaxPrice is then the fixed reward per replica,
+	// provider agents claim the job on sight and the r-th claim awards it
+	// (at the latest the end of the claim window, Windows.Bid + Reveal).
+	Mode string
 }
 
 // LLMResult is how an inference job ended.
@@ -91,8 +96,12 @@ type LLMResult struct {
 	Compensated  *uint256.Int
 	ValidatorFee *uint256.Int
 	Posted       int64
-	Completed    int64
-	Elapsed      time.Duration
+	// Awarded is the height of the award (0 if there was none): the close
+	// at the end of the reveal window for an auction, the r-th claim for
+	// a pool job (issue 14).
+	Awarded   int64
+	Completed int64
+	Elapsed   time.Duration
 }
 
 // Progress reports a job's steps as lines of text.
@@ -114,8 +123,12 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 	if err != nil {
 		return nil, err
 	}
+	mode := j.Mode
+	if mode == "" {
+		mode = market.ModeAuction
+	}
 	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: j.Model, ModelSize: j.ModelSize,
+		Kind: market.KindInference, Mode: mode, Model: j.Model, ModelSize: j.ModelSize,
 		Stages: 1, Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
 		Windows: j.Windows, MaxTokens: j.MaxTokens, PromptTokens: c.promptTokens(j),
 	}
@@ -124,8 +137,13 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 		return nil, err
 	}
 	id := posted.Job
-	progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, height,
-		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
+	if mode == market.ModePool {
+		progress("posted pool job %d at height %d: %s locked, %s per replica; awarded once %d providers claimed it, claims until %d", id, height,
+			types.FormatAmount(posted.Locked), types.FormatAmount(j.MaxPrice), j.Redundancy, posted.RevealEnd)
+	} else {
+		progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, height,
+			types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
+	}
 	out, err := c.follow(ctx, id, height, inHash, progress, onText)
 	if out != nil {
 		out.Posted = height
@@ -230,8 +248,11 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
 					continue
 				}
-				progress("awarded at height %d: %s at %s each (uniform price); results due by %d",
+				progress("awarded at height %d: %s at %s each; results due by %d",
 					b.Height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), e.CommitDeadline)
+				if out.Awarded == 0 {
+					out.Awarded = b.Height
+				}
 				c.serveInput(ctx, e.Providers, progress)
 				if len(e.Providers) == 0 {
 					continue

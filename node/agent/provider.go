@@ -612,7 +612,10 @@ func (p *Provider) holdsSlot(ctx context.Context, job uint64) error {
 }
 
 // considerJob bids on job if this provider can run it at a price within
-// the cap; every reason not to bid is logged.
+// the cap, or claims its tasks at once if it is a pool job whose fixed
+// reward is at least the provider's price (the r-th claim awards a task:
+// claiming early is how a provider wins it); every reason not to bid is
+// logged.
 func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	j, err := p.cfg.Chain.Job(ctx, id)
 	if err != nil {
@@ -635,7 +638,15 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 			continue
 		}
 		if price.IsZero() || price.Gt(j.MaxPrice) {
-			p.log.Info("not bidding", "job", id, "stage", stage, "reason", fmt.Sprintf("price %s is not within (0, %s]", types.FormatAmount(price), types.FormatAmount(j.MaxPrice)))
+			what := "cap"
+			if j.Mode == market.ModePool {
+				what = "pool's fixed reward"
+			}
+			p.log.Info("not bidding", "job", id, "stage", stage, "reason", fmt.Sprintf("price %s is not within (0, %s], the %s", types.FormatAmount(price), types.FormatAmount(j.MaxPrice), what))
+			continue
+		}
+		if j.Mode == market.ModePool {
+			p.claimTask(ctx, taskKey{id, stage}, price, j.MaxPrice)
 			continue
 		}
 		k := taskKey{id, stage}
@@ -654,6 +665,32 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		}
 		p.log.Info("sealed bid", "job", id, "stage", stage, "price", types.FormatAmount(price))
 	}
+}
+
+// claimTask claims pool task k at its fixed reward (worth at least this
+// provider's price). Nothing is kept: the award (EventJobAwarded, in the
+// transaction of the task's r-th claim, or at the close) starts the task
+// like an auction's. A claim that comes too late (the task or job already
+// awarded, the window over, the book full) is the pool's normal outcome.
+func (p *Provider) claimTask(ctx context.Context, k taskKey, price, reward *uint256.Int) {
+	msg := &market.MsgClaimTask{Job: k.Job, Stage: k.Stage}
+	res, err := p.sender.Send(ctx, msg.Raw())
+	if err != nil {
+		var te *node.TxError
+		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
+			p.log.Info("pool task taken by others", "job", k.Job, "stage", k.Stage, "reason", te.Log)
+			return
+		}
+		p.log.Warn("claim refused", "job", k.Job, "stage", k.Stage, "err", err)
+		return
+	}
+	var filled market.EventTaskFilled
+	if node.FindEvent(res, &filled) == nil {
+		p.log.Info("claimed pool task: its last claim, awarded", "job", k.Job, "stage", k.Stage, "reward", types.FormatAmount(reward),
+			"price", types.FormatAmount(price), "height", res.Height, "providers", filled.Providers)
+		return
+	}
+	p.log.Info("claimed pool task", "job", k.Job, "stage", k.Stage, "reward", types.FormatAmount(reward), "price", types.FormatAmount(price), "height", res.Height)
 }
 
 // cannotRun says why this provider cannot run j, or "".
@@ -684,8 +721,8 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 		return "only " + market.KindInference + " and " + market.KindPipeline + " jobs run here"
 	case pipeline && !p.cfg.Pipeline:
 		return "encrypted pipelines are not offered here (--pipeline)"
-	case j.Mode != market.ModeAuction:
-		return "pool jobs are claimed by hand (ogpu tx market claim)"
+	case j.Mode != market.ModeAuction && j.Mode != market.ModePool:
+		return "mode " + j.Mode + " is not known here"
 	case j.Req.Runtime != "" && j.Req.Runtime != runtime:
 		return "runtime " + j.Req.Runtime + " is not offered"
 	case j.Req.Class != "" && j.Req.Class != class:
