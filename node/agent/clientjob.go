@@ -71,6 +71,10 @@ type LLMJob struct {
 	MaxPrice     *uint256.Int
 	Req          market.Requirements
 	Windows      market.Windows
+	// OnPosted, if set, is called once the job is on chain (its escrow
+	// locked), before RunLLM follows it: from then on the request has
+	// cost money and must not be repeated blindly.
+	OnPosted func(job uint64, height int64)
 }
 
 // LLMResult is how an inference job ended.
@@ -124,6 +128,9 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 		return nil, err
 	}
 	id := posted.Job
+	if j.OnPosted != nil {
+		j.OnPosted(id, height)
+	}
 	progress("posted job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, height,
 		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
 	out, err := c.follow(ctx, id, height, inHash, progress, onText)
