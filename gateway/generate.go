@@ -178,11 +178,19 @@ func parseCompletion(body []byte) (*gen, *Error) {
 	var many []json.RawMessage
 	switch {
 	case json.Unmarshal(req.Prompt, &one) == nil:
-	case json.Unmarshal(req.Prompt, &many) == nil && len(many) == 1 && json.Unmarshal(many[0], &one) == nil:
-	case len(many) > 1:
-		return nil, unsupported("prompt", "one prompt per request; send separate requests")
+	case json.Unmarshal(req.Prompt, &many) == nil && len(many) > 0:
+		for _, p := range many {
+			var s string
+			if json.Unmarshal(p, &s) != nil {
+				return nil, invalid("prompt", CodeInvalidValue, "prompt: want a string or an array of strings (token arrays are not supported)")
+			}
+		}
+		if len(many) > 1 {
+			return nil, unsupported("prompt", "one prompt per request; send separate requests")
+		}
+		_ = json.Unmarshal(many[0], &one)
 	default:
-		return nil, invalid("prompt", CodeInvalidValue, "prompt: want a string (token arrays are not supported)")
+		return nil, invalid("prompt", CodeInvalidValue, "prompt: want a string")
 	}
 	g.prompt = one
 	return g, nil

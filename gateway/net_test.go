@@ -6,12 +6,10 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -408,6 +406,3 @@ func mustAmount(t *testing.T, s string) *uint256.Int {
 }
 
 func sub(a, b *uint256.Int) *uint256.Int { return new(uint256.Int).Sub(a, b) }
-
-var _ = os.Getenv
-var _ = fmt.Sprintf
