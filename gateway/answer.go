@@ -229,12 +229,17 @@ func (a *answer) complete(res *Result) {
 			a.event(a.frame([]choice{a.delta("", true)}))
 		}
 	}
+	// The client holds the streamed text. If it is the start of the
+	// verified text the stream goes on with the rest (a lost stream, or a
+	// streamed replica that lied only in what it committed); if not, it
+	// ends with an error: an OpenAI stream cannot take text back.
 	streamed := a.streamed.String()
-	if res.Overruled || !strings.HasPrefix(res.Text, streamed) {
+	if !strings.HasPrefix(res.Text, streamed) {
 		info := a.info(res)
 		info.Overruled = true
 		a.streamError(&Error{Type: TypeAPI, Code: CodeResultOverruled, NoRetry: true, Message: fmt.Sprintf(
-			"the streamed text came from a provider whose result the network overruled; the verified text differs (%s)", a.where())})
+			"the streamed text came from a provider whose result the network overruled: the verified text differs after %d bytes (%s)",
+			commonPrefix(streamed, res.Text), a.where())}, info)
 		return
 	}
 	a.emit(a.stop.push(res.Text[len(streamed):]))
@@ -265,19 +270,30 @@ func (a *answer) where() string {
 	return "resend the request without streaming"
 }
 
+// errorWithReceipt is the error envelope plus, once money moved, the
+// ogpu object of what was spent.
+type errorWithReceipt struct {
+	errorBody
+	Ogpu *ogpuInfo `json:"ogpu,omitempty"`
+}
+
 // streamError ends a stream with an error event: OpenAI streams cannot
 // retract what they sent, and the SDKs raise such an event as an APIError
 // with its code.
-func (a *answer) streamError(e *Error) {
-	a.event(e.body())
+func (a *answer) streamError(e *Error, info *ogpuInfo) {
+	a.event(errorWithReceipt{errorBody: e.body(), Ogpu: info})
 }
 
 // fail answers with an error.
 func (a *answer) fail(e *Error, res *Result) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var info *ogpuInfo
+	if res != nil {
+		info = a.info(res)
+	}
 	if a.g.stream && a.rec.started() {
-		a.streamError(e)
+		a.streamError(e, info)
 		return
 	}
 	h := http.Header{}
@@ -286,6 +302,15 @@ func (a *answer) fail(e *Error, res *Result) {
 		h.Set("X-Ogpu-Job", strconv.FormatUint(a.disp.Job, 10))
 	}
 	a.rec.start(e.Status, h)
-	bz, _ := json.Marshal(e.body())
+	bz, _ := json.Marshal(errorWithReceipt{errorBody: e.body(), Ogpu: info})
 	a.rec.write(append(bz, '\n'))
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }

@@ -34,6 +34,7 @@ type wireOgpu struct {
 	TxFee             string   `json:"tx_fee"`
 	Compensated       string   `json:"compensated"`
 	Verified          bool     `json:"verified"`
+	Overruled         bool     `json:"overruled"`
 	Outcome           string   `json:"outcome"`
 	Decoding          string   `json:"decoding"`
 	IgnoredParameters []string `json:"ignored_parameters"`
@@ -113,6 +114,7 @@ type streamed struct {
 	final     *wireAnswer // the chunk with finish_reason
 	usage     *wireUsage
 	errCode   string
+	errOgpu   *wireOgpu
 	done      bool
 	comments  []string
 	chunks    int
@@ -138,7 +140,7 @@ func parseStream(t *testing.T, evs []sseEvent) streamed {
 			t.Fatalf("event %d: %v: %s", i, err, ev.data)
 		}
 		if a.Error != nil {
-			s.errCode = a.Error.Code
+			s.errCode, s.errOgpu = a.Error.Code, a.Ogpu
 			continue
 		}
 		s.chunks++
@@ -345,4 +347,51 @@ func TestGatewayJobMode(t *testing.T) {
 		wantError(t, g.call(t, "GET", "/v1/ogpu/jobs/999", nil, nil), http.StatusNotFound, "job_not_found", false)
 	})
 
+}
+
+// TestGatewayStreamOverruled: the cheapest provider wins first place, so
+// its tokens are streamed, and it lies in what it commits (the devnet
+// liar streams the honest tokens, then changes one in its result). The
+// other replica disagrees, the validator re-generates, and the liar is
+// overruled and slashed. The stream sent nothing wrong, so it completes
+// with the verified text, says the streamed replica was overruled, and
+// the client's compensation shows in the receipt; a non-streaming request
+// then gets the honest replicas' verified text. (A stream whose text
+// differs from the verified one ends with result_overruled:
+// TestStreamReconcile.)
+func TestGatewayStreamOverruled(t *testing.T) {
+	n := newTestNet(t, true)
+	liar := n.provider("prov1", 30, true)
+	n.provider("prov2", 50, false)
+	n.provider("prov3", 60, false)
+	g := n.gateway(n.config(t.TempDir()), n.client, n.jobConfig())
+	me, liarAddr := n.client.Address(), liar.agent.Address()
+
+	before := n.balance(me)
+	s := parseStream(t, readSSE(t, g.call(t, "POST", "/v1/chat/completions", with(storyChat, "stream", true, "stream_options", map[string]any{"include_usage": true}), nil)))
+	if s.errCode != "" || !s.done || s.final == nil {
+		t.Fatalf("stream %+v", s)
+	}
+	o := s.final.Ogpu
+	if !o.Overruled || !o.Verified || o.Outcome != "verdict" || !strings.EqualFold(o.StreamedFrom, liarAddr.Hex()) {
+		t.Fatalf("ogpu %+v, liar %s", o, liarAddr.Hex())
+	}
+	if verified := n.verifiedText(o.Job); s.text != verified {
+		t.Fatalf("streamed %q, verified %q", s.text, verified)
+	}
+	final := *s.final
+	final.Usage = s.usage
+	checkReceipt(t, &final, before, n.balance(me))
+	if u256(t, o.Compensated).IsZero() {
+		t.Fatal("the client was not compensated from the liar's slash")
+	}
+	pv, err := n.c.Provider(n.ctx, liarAddr)
+	if err != nil || !pv.Tombstoned {
+		t.Fatalf("the liar is not tombstoned: %+v %v", pv, err)
+	}
+	var a wireAnswer
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), http.StatusOK, &a)
+	if a.Choices[0].Message.Content != s.text || !a.Ogpu.Verified || a.Ogpu.Overruled || a.Ogpu.Outcome != "agreed" {
+		t.Fatalf("non-streaming: %q %+v, want %q", a.Choices[0].Message.Content, a.Ogpu, s.text)
+	}
 }

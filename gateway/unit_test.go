@@ -252,3 +252,58 @@ func TestParseModelHash(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamReconcile: what a stream sends once the verified text is
+// known, given the provisional tokens it already sent. Driven through the
+// answer's callbacks as a backend calls them.
+func TestStreamReconcile(t *testing.T) {
+	s := &Server{now: time.Now}
+	for _, tc := range []struct {
+		name     string
+		pieces   []string
+		verified string
+		stops    []string
+		want     string // the text the client ends up with
+		errCode  string
+	}{
+		{"stream complete", []string{"Once", " upon", " a time"}, "Once upon a time", nil, "Once upon a time", ""},
+		{"stream lost midway: the rest comes from the verified text", []string{"Once", " up"}, "Once upon a time", nil, "Once upon a time", ""},
+		{"a mangled piece stops the live text", []string{"caf", "\uFFFD", "\uFFFD", " ok"}, "café ok", nil, "café ok", ""},
+		{"a wrong stream cannot be retracted", []string{"Once", " upin"}, "Once upon a time", nil, "Once upin", CodeResultOverruled},
+		{"a stop sequence in the verified rest", []string{"Once"}, "Once upon. A time", []string{"."}, "Once upon", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecording()
+			g := &gen{route: routeChat, modelName: "m", stream: true, includeUsage: true, stops: tc.stops}
+			a := newAnswer(s, g, rec, types.OGPU(1))
+			a.dispatched(Dispatch{Job: 7, Height: 3})
+			for _, p := range tc.pieces {
+				a.token(p)
+			}
+			res := &Result{Text: tc.verified, Tokens: 4, Verified: true, Receipt: Receipt{Mode: "job", Job: 7, Charged: types.OGPU(1)}}
+			a.complete(res)
+			rec.finish()
+			status, h, chunks, done, _ := rec.from(0)
+			if status != http.StatusOK || h.Get("X-Should-Retry") != "false" || h.Get("X-Ogpu-Job") != "7" || !done {
+				t.Fatalf("status %d, headers %v", status, h)
+			}
+			var evs []sseEvent
+			for _, c := range chunks {
+				for _, line := range strings.Split(strings.TrimSuffix(string(c), "\n\n"), "\n") {
+					if d, ok := strings.CutPrefix(line, "data: "); ok {
+						evs = append(evs, sseEvent{data: d})
+					} else if c, ok := strings.CutPrefix(line, ": "); ok {
+						evs = append(evs, sseEvent{comment: c})
+					}
+				}
+			}
+			got := parseStream(t, evs)
+			if got.text != tc.want || got.errCode != tc.errCode || got.done != (tc.errCode == "") || !got.roleFirst {
+				t.Fatalf("stream %+v, want text %q, error %q", got, tc.want, tc.errCode)
+			}
+			if tc.errCode != "" && (got.errOgpu == nil || !got.errOgpu.Overruled || got.errOgpu.Job != 7) {
+				t.Fatalf("the error event's ogpu: %+v", got.errOgpu)
+			}
+		})
+	}
+}
