@@ -192,7 +192,9 @@ func TestConfigValidate(t *testing.T) {
 		{"wildcard CORS", func(c *Config) { c.CORSOrigins = []string{"*"} }, "CORS origin"},
 		{"host with a scheme", func(c *Config) { c.AllowedHosts = []string{"http://x"} }, "allowed host"},
 		{"zero budget", func(c *Config) { c.BudgetPerDay = new(uint256.Int) }, "budget per day"},
-		{"alias named like a hash", func(c *Config) { c.Models = []ModelConfig{{Name: "sha256:ab", Model: "sha256:" + strings.Repeat("a", 64)}} }, "want a name"},
+		{"alias named like a hash", func(c *Config) {
+			c.Models = []ModelConfig{{Name: "sha256:ab", Model: "sha256:" + strings.Repeat("a", 64)}}
+		}, "want a name"},
 		{"bad hash", func(c *Config) { c.Models = []ModelConfig{{Name: "m", Model: "sha256:xyz"}} }, "64 hex"},
 		{"unknown template", func(c *Config) {
 			c.Models = []ModelConfig{{Name: "m", Model: strings.Repeat("a", 64), Template: "jinja2"}}
