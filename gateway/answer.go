@@ -131,10 +131,8 @@ func (a *answer) dispatched(d Dispatch) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	a.rec.start(http.StatusOK, h)
-	switch {
-	case d.Job != 0:
-		a.comment(fmt.Sprintf("ogpu: job %d posted at height %d; tokens follow the auction", d.Job, d.Height))
-	case d.Session != "":
+	if d.Session != "" {
+		// (A job's progress lines, from the backend, say it was posted.)
 		a.comment("ogpu: session " + d.Session)
 	}
 	if a.g.route == routeChat {

@@ -279,7 +279,7 @@ func TestGatewayJobMode(t *testing.T) {
 		if s.chunks < 5 {
 			t.Fatalf("%d chunks: the text did not stream token by token", s.chunks)
 		}
-		if !strings.HasPrefix(s.comments[0], "ogpu: job ") {
+		if !strings.HasPrefix(s.comments[0], "ogpu: posted job ") {
 			t.Fatalf("comments %q", s.comments)
 		}
 		final := *s.final
