@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/holiman/uint256"
@@ -394,4 +397,73 @@ func TestGatewayStreamOverruled(t *testing.T) {
 	if a.Choices[0].Message.Content != s.text || !a.Ogpu.Verified || a.Ogpu.Overruled || a.Ogpu.Outcome != "agreed" {
 		t.Fatalf("non-streaming: %q %+v, want %q", a.Choices[0].Message.Content, a.Ogpu, s.text)
 	}
+}
+
+// dieOnFirstToken runs a backend and kills a provider when the first
+// streamed token reaches the gateway; the tokens the dead provider's
+// stream still had buffered are dropped, as a broken connection loses
+// them.
+type dieOnFirstToken struct {
+	Backend
+	once sync.Once
+	kill func()
+}
+
+func (d *dieOnFirstToken) Generate(ctx context.Context, req *Request, ev Events) (*Result, error) {
+	token := ev.Token
+	ev.Token = func(piece string) {
+		first := false
+		d.once.Do(func() { first = true; d.kill() })
+		if first && token != nil {
+			token(piece)
+		}
+	}
+	return d.Backend.Generate(ctx, req, ev)
+}
+
+// TestGatewayStreamProviderDies: the provider whose tokens are streamed
+// dies as its first token arrives. Its slot goes to the backup bidder at
+// the commit deadline (a no-show), the other replicas agree, and the
+// stream goes on from the verified text: the client gets the whole verified
+// answer, and pays for the replicas that worked.
+func TestGatewayStreamProviderDies(t *testing.T) {
+	n := newTestNet(t, false)
+	first := n.provider("prov1", 30, false) // cheapest: first winner, streamed
+	n.provider("prov2", 50, false)
+	n.provider("prov3", 60, false) // the backup
+	jc := n.jobConfig()
+	jc.Windows.Execute = 10
+	b, err := NewJobBackend(n.client, jc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := n.config(t.TempDir())
+	s, err := New(cfg, n.c, n.client.Store, &dieOnFirstToken{Backend: b, kill: func() {
+		first.cancel()
+		_ = first.host.Close()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	g := &testGateway{Server: s, url: srv.URL}
+
+	st := parseStream(t, readSSE(t, g.call(t, "POST", "/v1/chat/completions", with(storyChat, "stream", true), nil)))
+	// The role, the one token streamed live, the rest from the verified
+	// text, the finish.
+	if st.errCode != "" || !st.done || st.final == nil || st.chunks != 4 {
+		t.Fatalf("stream %+v", st)
+	}
+	o := st.final.Ogpu
+	if v := n.verifiedText(o.Job); st.text != v || !o.Verified || !strings.EqualFold(o.StreamedFrom, first.agent.Address().Hex()) {
+		t.Fatalf("streamed %q, verified %q; ogpu %+v", st.text, v, o)
+	}
+	for _, p := range o.Providers {
+		if strings.EqualFold(p, first.agent.Address().Hex()) {
+			t.Fatalf("the dead provider still holds a slot: %v", o.Providers)
+		}
+	}
+	t.Logf("streamed from %s until it died; the rest came from the verified text of %v (%s)", o.StreamedFrom, o.Providers, o.Outcome)
 }

@@ -283,7 +283,7 @@ func (b *JobBackend) receipt(out *agent.LLMResult) Receipt {
 }
 
 // fillReceipt adds what the chain knows: the post's transaction fee, the
-// providers and the clearing price; then Charged = paid + validator fee +
+// providers that ran the job (not the no-shows) and the clearing price; then Charged = paid + validator fee +
 // transaction fee.
 func (b *JobBackend) fillReceipt(ctx context.Context, r *Receipt, out *agent.LLMResult) {
 	if fee, err := postFee(ctx, b.client.Chain, out.Posted, out.Job); err == nil {
@@ -295,7 +295,9 @@ func (b *JobBackend) fillReceipt(ctx context.Context, r *Receipt, out *agent.LLM
 			r.UnitPrice = new(uint256.Int).Set(t.Price)
 		}
 		for _, s := range t.Slots {
-			r.Providers = append(r.Providers, s.Provider)
+			if !s.NoShow { // a no-show's slot went to a backup, also listed
+				r.Providers = append(r.Providers, s.Provider)
+			}
 		}
 	}
 	r.Charged = new(uint256.Int).Add(r.Paid, r.ValidatorFee)
