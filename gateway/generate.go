@@ -227,8 +227,8 @@ func (s *Server) prepare(g *gen) *Error {
 	case strings.IndexByte(g.prompt, 0) >= 0:
 		return invalid("messages", CodeInvalidValue, "the prompt contains a NUL byte")
 	}
-	g.promptTokens, g.estimated = s.models.countTokens(m, g.prompt)
-	g.estimated = !g.estimated
+	n, exact := s.models.countTokens(m, g.prompt)
+	g.promptTokens, g.estimated = n, !exact
 	ctxLen := s.models.contextLength(m)
 	if g.maxTokens == 0 {
 		if g.promptTokens >= ctxLen {

@@ -213,7 +213,9 @@ func (b *JobBackend) Generate(ctx context.Context, req *Request, ev Events) (*Re
 			ev.Progress(fmt.Sprintf(format, a...))
 		}
 	}
+	pieces := 0 // one per generated token but the end-of-text one
 	onText := func(piece string) {
+		pieces++
 		if ev.Token != nil {
 			ev.Token(piece)
 		}
@@ -249,7 +251,8 @@ func (b *JobBackend) Generate(ctx context.Context, req *Request, ev Events) (*Re
 		return res, err
 	}
 	res.Text, res.Verified, res.Overruled = out.Text, out.Outcome == "agreed" || out.Outcome == "verdict", out.Overruled
-	res.Tokens, res.EndOfText = len([]rune(out.Text)), false
+	// The verified output's tokens; the streamed count if it cannot be read.
+	res.Tokens, res.EndOfText = pieces, uint64(pieces) < req.MaxTokens
 	if bz, err := b.client.Store.Get(out.Result); err == nil {
 		if o, err := agent.DecodeLLMOutput(bz); err == nil {
 			res.Tokens = len(o.Tokens)
