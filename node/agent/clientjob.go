@@ -76,6 +76,10 @@ type LLMJob struct {
 	// provider agents claim the job on sight and the r-th claim awards it
 	// (at the latest the end of the claim window, Windows.Bid + Reveal).
 	Mode string
+	// OnPosted, if set, is called once the job is on chain (its escrow
+	// locked), before RunLLM follows it: from then on the request has
+	// cost money and must not be repeated blindly.
+	OnPosted func(job uint64, height int64)
 }
 
 // LLMResult is how an inference job ended.
@@ -137,6 +141,9 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 		return nil, err
 	}
 	id := posted.Job
+	if j.OnPosted != nil {
+		j.OnPosted(id, height)
+	}
 	if mode == market.ModePool {
 		progress("posted pool job %d at height %d: %s locked, %s per replica; awarded once %d providers claimed it, claims until %d", id, height,
 			types.FormatAmount(posted.Locked), types.FormatAmount(j.MaxPrice), j.Redundancy, posted.RevealEnd)

@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// Backend turns one generation request into paid, verified work on the
+// network. JobBackend posts an on-chain job per request; a session
+// backend (a leased set of providers paid by vouchers) implements the same
+// methods. A Backend must be safe for concurrent use.
+type Backend interface {
+	// Mode names the backend in answers (ogpu.mode): "job", "session".
+	Mode() string
+	// Quote says what req may cost at worst, all fees included, before
+	// anything is spent; the gateway reserves that against its caps. It
+	// refuses what cannot run now: an *Error with 402 (the account cannot
+	// pay) or 503 (not enough providers).
+	Quote(ctx context.Context, req *Request) (*uint256.Int, error)
+	// Generate runs req. It calls ev.Dispatched once money is committed
+	// (a job posted, a voucher signed): from then on a failure is never
+	// retried by the client. ev.Token receives provisional text as it is
+	// generated, in order; ev.Progress lines of what happens. The Result
+	// holds the verified text; with an error it may still carry the
+	// Receipt of what was spent.
+	Generate(ctx context.Context, req *Request, ev Events) (*Result, error)
+}
+
+// Request is one generation, rendered: the raw prompt and its limits.
+type Request struct {
+	Model     types.Hash
+	ModelSize uint64 // 0 if unknown
+	Prompt    string
+	// PromptTokens is the prompt's length in the model's tokens (0: the
+	// gateway could not count it; the backend declares a bound).
+	PromptTokens uint64
+	MaxTokens    uint64
+}
+
+// Events are the callbacks of one Generate; nil members are skipped.
+type Events struct {
+	Dispatched func(Dispatch)
+	Token      func(piece string)
+	Progress   func(line string)
+}
+
+// Dispatch says where a request's money went.
+type Dispatch struct {
+	// Job is the on-chain job (job mode); Session the lease (session mode).
+	Job     uint64
+	Session string
+	Height  int64
+}
+
+// Result is a finished generation.
+type Result struct {
+	// Text is the verified output; Tokens its length in tokens, and
+	// EndOfText whether generation stopped on the model's end-of-text
+	// token (else it ran to max_tokens).
+	Text      string
+	Tokens    int
+	EndOfText bool
+	// Verified: the text is what the network settled on (replicas agreed,
+	// or the validators decided). Overruled: the provider whose tokens
+	// were streamed lost; the stream was wrong.
+	Verified  bool
+	Overruled bool
+	Receipt   Receipt
+}
+
+// Receipt is what a request paid and to whom. Amounts are base units.
+type Receipt struct {
+	Mode    string `json:"mode"`
+	Job     uint64 `json:"job,omitempty"`
+	Session string `json:"session,omitempty"`
+	// Providers ran the request; StreamedFrom is the one whose tokens were
+	// streamed.
+	Providers    []types.Address `json:"providers"`
+	StreamedFrom *types.Address  `json:"streamed_from,omitempty"`
+	// UnitPrice per PriceUnit ("job": per provider for the whole job;
+	// "token" in session mode).
+	UnitPrice *uint256.Int `json:"unit_price"`
+	PriceUnit string       `json:"price_unit"`
+	// Charged is what left the account for good: paid to providers, the
+	// validator fee and the transaction fee. Compensation from a slashed
+	// provider is reported apart (it came back).
+	Charged      *uint256.Int `json:"charged"`
+	Paid         *uint256.Int `json:"paid"`
+	ValidatorFee *uint256.Int `json:"validator_fee"`
+	TxFee        *uint256.Int `json:"tx_fee"`
+	Refunded     *uint256.Int `json:"refunded"`
+	Compensated  *uint256.Int `json:"compensated"`
+	// Outcome is how the chain settled (agreed, verdict, expired, ...);
+	// Result the settled result hash.
+	Outcome         string      `json:"outcome"`
+	Result          *types.Hash `json:"result,omitempty"`
+	PostedHeight    int64       `json:"posted_height,omitempty"`
+	CompletedHeight int64       `json:"completed_height,omitempty"`
+}
