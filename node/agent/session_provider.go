@@ -15,6 +15,7 @@ import (
 
 	"github.com/holiman/uint256"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/market"
@@ -205,6 +206,37 @@ func (p *Provider) openSessionLane(ctx context.Context, j *chain.JobView) error 
 	return nil
 }
 
+// openLaneFor opens this provider's lane of session id for remote, the
+// session's client (checked first, against the chain), before the agent
+// saw the award.
+func (p *Provider) openLaneFor(id uint64, remote peer.ID) (*sessionLane, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	none := fmt.Errorf("this provider holds no open lane of session %d", id)
+	sv, err := p.cfg.Chain.Session(ctx, id)
+	if err != nil {
+		return nil, none
+	}
+	if who, err := p2p.AddressOf(remote); err != nil || who != sv.Client {
+		p.log.Warn("session stream from a stranger refused", "session", id, "peer", remote)
+		return nil, fmt.Errorf("peer %s is not session %d's client %s: only the client may use its lanes", remote, id, sv.Client)
+	}
+	if _, ok := sv.Lane(p.addr); !ok || sv.Settled {
+		return nil, none
+	}
+	j, err := p.cfg.Chain.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.openSessionLane(ctx, j); err != nil {
+		return nil, err
+	}
+	if l := p.lane(id); l != nil {
+		return l, nil
+	}
+	return nil, none
+}
+
 func (p *Provider) lane(id uint64) *sessionLane {
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
@@ -322,8 +354,12 @@ func (p *Provider) serveSession(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	l := p.lane(hello.Session)
 	if l == nil {
-		_ = c.write(providerMsg{Error: fmt.Sprintf("this provider holds no open lane of session %d", hello.Session)})
-		return
+		// The client may come before this agent saw the award.
+		var err error
+		if l, err = p.openLaneFor(hello.Session, remote); err != nil {
+			_ = c.write(providerMsg{Error: err.Error()})
+			return
+		}
 	}
 	// S17: only the session's client, before any work.
 	if who, err := p2p.AddressOf(remote); err != nil || who != l.Client {
