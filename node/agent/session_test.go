@@ -1,21 +1,29 @@
 package agent
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
+	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
@@ -281,4 +289,379 @@ func (n *testNet) feePoolAt(h int64) *uint256.Int {
 		n.t.Fatal(err)
 	}
 	return v.FeePool
+}
+
+// rawLane is a hand-driven session stream: the attacks speak the wire
+// protocol themselves.
+type rawLane struct {
+	t       *testing.T
+	s       network.Stream
+	c       *lineConn
+	first   providerMsg // the answer to the hello
+	chainID string
+	id      uint64
+	prov    types.Address
+	model   *llm.Model
+	pin     *uint256.Int
+	pout    *uint256.Int
+}
+
+// raw opens a session stream from host h to provider tp.
+func (n *testNet) raw(h *p2p.Host, tp *testProvider, v *chain.SessionView, m *llm.Model) *rawLane {
+	n.t.Helper()
+	if err := h.ConnectPeer(n.ctx, tp.host.ID(), tp.host.Addrs()); err != nil {
+		n.t.Fatal(err)
+	}
+	s, err := h.Host().NewStream(n.ctx, tp.host.ID(), SessionProtocol)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() { _ = s.Reset() })
+	id, err := n.c.ChainID(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	r := &rawLane{t: n.t, s: s, c: newLineConn(s), chainID: id, id: v.ID, prov: tp.agent.Address(), model: m, pin: v.PriceIn, pout: v.PriceOut}
+	if err := r.c.write(sessionHello{Session: v.ID}); err != nil {
+		n.t.Fatal(err)
+	}
+	r.first = r.read()
+	return r
+}
+
+func (r *rawLane) read() providerMsg {
+	r.t.Helper()
+	var m providerMsg
+	if err := r.c.read(&m, 30*time.Second); err != nil {
+		r.t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+func (r *rawLane) send(m clientMsg) {
+	r.t.Helper()
+	if err := r.c.write(m); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+func (r *rawLane) nIn(prompt string) uint64 {
+	r.t.Helper()
+	toks, err := r.model.Tokenize(prompt)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return uint64(len(toks))
+}
+
+func (r *rawLane) request(seq uint64, prompt string, maxTokens uint64, key *ecdsa.PrivateKey) (*session.Request, []byte) {
+	q := &session.Request{ChainID: r.chainID, Session: r.id, Provider: r.prov, Seq: seq, Prompt: sha256.Sum256([]byte(prompt)), MaxTokens: maxTokens}
+	sig, err := session.Sign(key, q.Hash())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return q, sig
+}
+
+func (r *rawLane) voucher(seq uint64, cum *uint256.Int, key *ecdsa.PrivateKey) (*session.Voucher, []byte) {
+	v := &session.Voucher{ChainID: r.chainID, Session: r.id, Provider: r.prov, Cumulative: cum, Seq: seq}
+	sig, err := session.Sign(key, v.Hash())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return v, sig
+}
+
+// refused sends msg and expects a signed refusal with reason containing
+// want (and charged as said).
+func (r *rawLane) refused(msg clientMsg, charged bool, want string) *session.Refusal {
+	r.t.Helper()
+	r.send(msg)
+	m := r.read()
+	if m.Refusal == nil {
+		r.t.Fatalf("want a refusal with %q, got %+v", want, m)
+	}
+	if s, err := session.Signer(m.Refusal.Hash(), m.RefusalSig); err != nil || s != r.prov {
+		r.t.Fatalf("refusal not signed by the provider: %v %s", err, s)
+	}
+	if m.Refusal.Charged != charged || !strings.Contains(m.Refusal.Reason, want) {
+		r.t.Fatalf("refusal %+v: want charged %v and %q", m.Refusal, charged, want)
+	}
+	return m.Refusal
+}
+
+// answer reads the tokens and receipt of a request served from prepaid.
+func (r *rawLane) answer() ([]int, *session.Receipt, []byte) {
+	r.t.Helper()
+	var toks []int
+	for {
+		m := r.read()
+		switch {
+		case m.Token != nil:
+			toks = append(toks, *m.Token)
+		case m.Receipt != nil:
+			return toks, m.Receipt, m.ReceiptSig
+		default:
+			r.t.Fatalf("want tokens and a receipt, got %+v", m)
+		}
+	}
+}
+
+// pay sends the voucher for cum after request seq and reads the ack.
+func (r *rawLane) pay(seq uint64, cum *uint256.Int, key *ecdsa.PrivateKey) {
+	r.t.Helper()
+	v, sig := r.voucher(seq, cum, key)
+	r.send(clientMsg{Voucher: v, VoucherSig: sig})
+	if m := r.read(); m.Ack == nil || m.Ack.Seq != seq || !m.Ack.Cumulative.Eq(cum) {
+		r.t.Fatalf("want the ack of %s for seq %d, got %+v", cum, seq, m)
+	}
+}
+
+// TestSessionAttacks: the rules of the session protocol, each against the
+// attack it stops, with real agents on the wire.
+//
+//   - a lying provider's receipt is verified on its own but differs from
+//     the honest lane's: the client reports the mismatch;
+//   - the client refuses to send what no lane can take: max_tokens beyond
+//     the budget (S4) or the context (S10), signing nothing;
+//   - a receipt signed by a non-party (a provider's stream answering with
+//     another key) is rejected and not paid beyond the prompt;
+//   - a stranger peer is refused before any work (S17);
+//   - forged (another signer), replayed (an earlier seq's), lowered,
+//     over-budget and other-chain vouchers, and requests signed by a
+//     stranger, are refused with nothing charged;
+//   - the same request again is answered again uncharged, another request
+//     on a used seq and a skipped seq are refused (S16);
+//   - a client that asks for more before paying is cut off, and refused
+//     until the voucher comes (S5);
+//   - a prompt beyond the context (S10) and a max_tokens beyond the
+//     budget (S4) are refused with a signed refusal that charges the
+//     prompt;
+//   - after the session's end (a close) requests are refused.
+func TestSessionAttacks(t *testing.T) {
+	n := newTestNet(t)
+	honest := n.provider("prov1", 5, false)
+	liar := n.provider("prov2", 6, true)
+	cfg := n.sessionConfig()
+	sc, err := OpenSession(n.ctx, cfg, n.sessionOrder(types.OGPU(3)), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sc.Session()
+	if !v.PriceOut.Eq(milli(10)) {
+		t.Fatalf("price %s: with two bidders for two lanes the cap, 0.01ogpu", v.PriceOut)
+	}
+	// The liar changes its third token: both receipts verify, they differ.
+	res, err := sc.Complete(n.ctx, "Once upon a time", 16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verified || res.Mismatch == nil || len(res.Mismatch.Receipts) != 2 || res.Mismatch.Receipts[0].Output == res.Mismatch.Receipts[1].Output {
+		t.Fatalf("verified %v mismatch %+v: want the lanes' differing receipts reported", res.Verified, res.Mismatch)
+	}
+	// What no lane can take is not sent, and nothing is signed for it.
+	before := sc.Ledger()
+	if _, err := sc.Complete(n.ctx, "Once upon a time", 400, nil); !errors.Is(err, ErrSessionBudget) {
+		t.Fatalf("max_tokens beyond the budget: %v, want %v", err, ErrSessionBudget)
+	}
+	if _, err := sc.Complete(n.ctx, "Once upon a time", 600, nil); !errors.Is(err, ErrContextTooLong) {
+		t.Fatalf("max_tokens beyond the context: %v, want %v", err, ErrContextTooLong)
+	}
+	for p, c := range sc.Ledger() {
+		if !c.Eq(before[p]) {
+			t.Fatalf("lane %s: the ledger moved from %s to %s for requests never sent", p, before[p], c)
+		}
+	}
+
+	// A receipt signed by a non-party: the liar's stream answers with
+	// another key. The honest lane answers; the other is rejected and
+	// paid its prompt only.
+	sc.Disconnect()
+	mal := n.keys["mal2"]
+	liarAddr := liar.agent.Address()
+	liar.host.Host().SetStreamHandler(SessionProtocol, func(s network.Stream) {
+		defer s.Close()
+		c := newLineConn(s)
+		var hello sessionHello
+		if c.read(&hello, 10*time.Second) != nil {
+			return
+		}
+		c.write(providerMsg{Ready: &LaneStatus{Provider: liarAddr, Seq: 1, Owed: before[liarAddr], Held: before[liarAddr], Context: 512, Credit: 64}})
+		var m clientMsg
+		if c.read(&m, 10*time.Second) != nil || m.Request == nil {
+			return
+		}
+		toks, _ := cfg.Model.Tokenize(" the cat sat")
+		toks = toks[1:] // without the beginning of sequence
+		for _, tok := range toks {
+			t := tok
+			c.write(providerMsg{Token: &t, Piece: cfg.Model.Piece(tok)})
+		}
+		nIn, _ := cfg.Model.Tokenize("Once upon a time there was a cat")
+		r := &session.Receipt{ChainID: m.Request.ChainID, Session: m.Request.Session, Provider: liarAddr, Seq: m.Request.Seq, Request: m.Request.Hash(),
+			Output: sha256.Sum256([]byte(cfg.Model.Detokenize(toks))), NIn: uint64(len(nIn)), NOut: uint64(len(toks))}
+		sig, _ := session.Sign(mal, r.Hash())
+		c.write(providerMsg{Receipt: r, ReceiptSig: sig})
+		_ = c.read(&m, 10*time.Second)
+	})
+	res, err = sc.Complete(n.ctx, "Once upon a time there was a cat", 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var liarLane *LaneCompletion
+	for i := range res.Lanes {
+		if res.Lanes[i].Provider == liarAddr {
+			liarLane = &res.Lanes[i]
+		}
+	}
+	if res.Verified || liarLane == nil || liarLane.Err == nil || !strings.Contains(liarLane.Err.Error(), "receipt rejected: the receipt is signed by "+ethcrypto.PubkeyToAddress(mal.PublicKey).Hex()) {
+		t.Fatalf("the non-party's receipt: lane %+v, verified %v; want it rejected", liarLane, res.Verified)
+	}
+	prompt := charge(res.PromptTokens, 0, v.PriceIn, v.PriceOut)
+	if got := sc.Ledger()[liarAddr]; !got.Eq(new(uint256.Int).Add(before[liarAddr], prompt)) || !liarLane.Charged.Eq(prompt) {
+		t.Fatalf("the rejected lane's ledger went from %s to %s (charged %s): want the prompt only, %s", before[liarAddr], got, liarLane.Charged, prompt)
+	}
+	sc.Disconnect()
+
+	// A stranger is refused before any work (S17).
+	mh, _ := n.host("mal1", n.keys["mal1"])
+	stranger := n.raw(mh, honest, v, cfg.Model)
+	if stranger.first.Error == "" || !strings.Contains(stranger.first.Error, "is not session") {
+		t.Fatalf("a stranger's hello: %+v, want a refusal", stranger.first)
+	}
+
+	// The client's own stream, driven by hand.
+	key, other := n.keys["client"], n.keys["mal1"]
+	r := n.raw(cfg.Host, honest, v, cfg.Model)
+	st := r.first.Ready
+	if st == nil || st.Seq != 2 || !st.Owed.Eq(sc.Ledger()[honest.agent.Address()]) || !st.Held.Eq(st.Owed) {
+		t.Fatalf("ready %+v: want seq 2 and the client's ledger", r.first)
+	}
+	base := st.Owed
+	p := "Once upon a time there was a dog"
+	prepaid := addCharge(base, r.nIn(p), 0, r.pin, r.pout)
+	q, qsig := r.request(3, p, 8, key)
+	good, goodSig := r.voucher(3, prepaid, key)
+	req := func(q *session.Request, qsig []byte, v *session.Voucher, vsig []byte) clientMsg {
+		return clientMsg{Request: q, RequestSig: qsig, Prompt: p, Voucher: v, VoucherSig: vsig}
+	}
+	forged, forgedSig := r.voucher(3, prepaid, other)
+	r.refused(req(q, qsig, forged, forgedSig), false, "not by the session's client")
+	lowered, loweredSig := r.voucher(3, new(uint256.Int).Sub(prepaid, uint256.NewInt(1)), key)
+	r.refused(req(q, qsig, lowered, loweredSig), false, "is not what the lane is owed")
+	old, oldSig := r.voucher(2, base, key) // the last voucher, replayed
+	r.refused(req(q, qsig, old, oldSig), false, "it is for seq 2")
+	over, overSig := r.voucher(3, types.OGPU(4), key)
+	r.refused(req(q, qsig, over, overSig), false, "above the lane's budget")
+	elsewhere := &session.Voucher{ChainID: "other-chain", Session: v.ID, Provider: r.prov, Cumulative: prepaid, Seq: 3}
+	elsewhereSig, _ := session.Sign(key, elsewhere.Hash())
+	r.refused(req(q, qsig, elsewhere, elsewhereSig), false, "is for chain")
+	qx, qxSig := r.request(3, p, 8, other)
+	r.refused(req(qx, qxSig, good, goodSig), false, "not signed by session")
+	r.refused(req(q, qsig, nil, nil), false, "no voucher")
+
+	// Served; then the same request again is answered again, uncharged.
+	r.send(req(q, qsig, good, goodSig))
+	toks, rc, rcSig := r.answer()
+	final := addCharge(prepaid, 0, uint64(len(toks)), nil, r.pout)
+	r.pay(3, final, key)
+	r.send(req(q, qsig, good, goodSig))
+	toks2, rc2, rc2Sig := r.answer()
+	if !slices.Equal(toks, toks2) || rc2.Hash() != rc.Hash() || !bytes.Equal(rcSig, rc2Sig) {
+		t.Fatalf("the repeated request was answered %v %+v, first %v %+v", toks2, rc2, toks, rc)
+	}
+	r.pay(3, final, key) // the same voucher: nothing more owed
+	cat := "Once upon a time there was a cat"
+	q3b, q3bSig := r.request(3, cat, 8, key)
+	r.refused(clientMsg{Request: q3b, RequestSig: q3bSig, Prompt: cat, Voucher: good, VoucherSig: goodSig}, false, "seq 3 already carried another request")
+	q5, q5Sig := r.request(5, p, 8, key)
+	r.refused(req(q5, q5Sig, good, goodSig), false, "the next request of this lane is seq 4")
+
+	// S5: asking again before paying ends the stream; until the voucher
+	// comes, nothing more is served.
+	prepaid4 := addCharge(final, r.nIn(p), 0, r.pin, r.pout)
+	q4, q4Sig := r.request(4, p, 8, key)
+	v4, v4Sig := r.voucher(4, prepaid4, key)
+	r.send(req(q4, q4Sig, v4, v4Sig))
+	toks4, _, _ := r.answer()
+	final4 := addCharge(prepaid4, 0, uint64(len(toks4)), nil, r.pout)
+	prepaid5 := addCharge(final4, r.nIn(p), 0, r.pin, r.pout)
+	q5, q5Sig = r.request(5, p, 8, key)
+	v5, v5Sig := r.voucher(5, prepaid5, key)
+	r.send(req(q5, q5Sig, v5, v5Sig))
+	if m := r.read(); !strings.Contains(m.Error, "must come before anything else") {
+		t.Fatalf("a request before the voucher: %+v, want the stream ended", m)
+	}
+	r = n.raw(cfg.Host, honest, v, cfg.Model)
+	if st := r.first.Ready; st == nil || st.Seq != 4 || !st.Owed.Eq(final4) || !st.Held.Eq(prepaid4) {
+		t.Fatalf("ready %+v: want seq 4 owed %s holding the prepaid %s", r.first, final4, prepaid4)
+	}
+	r.refused(req(q5, q5Sig, v5, v5Sig), false, "the voucher for request 4")
+	r.pay(4, final4, key)
+
+	// S10 and S4 after the voucher: refused, the prompt charged, the seq
+	// used up.
+	long := strings.Repeat("Once upon a time there was a little dog. ", 50)
+	nLong := r.nIn(long)
+	if nLong+8 <= 512 {
+		t.Fatalf("the long prompt is %d tokens: want it beyond the context with 8 more", nLong)
+	}
+	prepaid5 = addCharge(final4, nLong, 0, r.pin, r.pout)
+	q5 = &session.Request{ChainID: r.chainID, Session: r.id, Provider: r.prov, Seq: 5, Prompt: sha256.Sum256([]byte(long)), MaxTokens: 8}
+	q5Sig, _ = session.Sign(key, q5.Hash())
+	v5, v5Sig = r.voucher(5, prepaid5, key)
+	f := r.refused(clientMsg{Request: q5, RequestSig: q5Sig, Prompt: long, Voucher: v5, VoucherSig: v5Sig}, true, "exceed this provider's context")
+	if f.NIn != nLong {
+		t.Fatalf("refusal counts %d prompt tokens, want %d", f.NIn, nLong)
+	}
+	prepaid6 := addCharge(prepaid5, r.nIn(p), 0, r.pin, r.pout)
+	q6, q6Sig := r.request(6, p, 400, key)
+	v6, v6Sig := r.voucher(6, prepaid6, key)
+	r.refused(req(q6, q6Sig, v6, v6Sig), true, "budget")
+
+	// After the end (a close moves it to the close's block).
+	if err := sc.Close(n.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Complete(n.ctx, p, 8, nil); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("a request after the close: %v, want %v", err, ErrSessionEnded)
+	}
+	for l := honest.agent.lane(v.ID); ; time.Sleep(20 * time.Millisecond) {
+		l.mu.Lock()
+		closed := l.Closed
+		l.mu.Unlock()
+		if closed {
+			break
+		}
+	}
+	prepaid7 := addCharge(prepaid6, r.nIn(p), 0, r.pin, r.pout)
+	q7, q7Sig := r.request(7, p, 8, key)
+	v7, v7Sig := r.voucher(7, prepaid7, key)
+	r.refused(req(q7, q7Sig, v7, v7Sig), false, "ended at height")
+}
+
+// TestRedeemReason: when a provider redeems a lane.
+func TestRedeemReason(t *testing.T) {
+	u := uint256.NewInt
+	for _, c := range []struct {
+		name                string
+		held, redeemed      uint64
+		height, expiry, due uint64
+		closed              bool
+		want                string
+	}{
+		{"below the threshold", 20, 0, 10, 100, 106, false, ""},
+		{"at the threshold", 25, 0, 10, 100, 106, false, "threshold"},
+		{"the unredeemed part counts", 40, 20, 10, 100, 106, false, ""},
+		{"near expiry", 1, 0, 95, 100, 106, false, "near expiry"},
+		{"in the grace", 1, 0, 101, 100, 106, false, "grace"},
+		{"closed", 1, 0, 50, 50, 56, true, "grace"},
+		{"too late: the refund comes first", 30, 0, 105, 100, 106, false, ""},
+		{"nothing new", 30, 30, 101, 100, 106, false, ""},
+		{"above the budget: only the budget", 200, 100, 101, 100, 106, false, ""},
+	} {
+		if got := redeemReason(u(c.held), u(c.redeemed), u(100), u(25), c.height, c.expiry, c.due, 5, c.closed); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
 }
