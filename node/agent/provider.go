@@ -78,8 +78,9 @@ type ProviderConfig struct {
 	// rules survive a restart.
 	Access *Access
 	// Lie makes the provider change one token of every output before it
-	// commits (pipeline stages: evaluate with one weight off): a
-	// devnet-only switch that shows the dispute path.
+	// commits (pipeline stages: evaluate with one weight off; session
+	// answers: the third token): a devnet-only switch that shows the
+	// dispute path.
 	Lie bool
 	// SessionCredit is how many output tokens of a session request run
 	// ahead of the voucher paying them (default DefaultSessionCredit).
