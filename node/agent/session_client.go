@@ -536,19 +536,46 @@ func (c *SessionClient) Complete(ctx context.Context, prompt string, maxTokens u
 // laneFail marks l unusable for this client and returns err.
 func laneFail(l *clientLane, err error) error {
 	l.failed = err
+	dropStream(l)
+	return err
+}
+
+func dropStream(l *clientLane) {
 	if l.stream != nil {
 		_ = l.stream.Reset()
 		l.stream, l.conn = nil, nil
 	}
-	return err
+}
+
+// errBroken marks a stream that broke: the request may be resumed on a
+// new stream.
+type errBroken struct{ err error }
+
+func (e errBroken) Error() string { return "the stream broke: " + e.err.Error() }
+func (e errBroken) Unwrap() error { return e.err }
+
+// laneRequest is one request on one lane.
+type laneRequest struct {
+	q        *session.Request
+	msg      clientMsg // the request with the voucher prepaying its prompt
+	nIn      uint64
+	base     *uint256.Int // the lane's cumulative before it
+	prepaid  *uint256.Int // after its prompt
+	pin      *uint256.Int
+	pout     *uint256.Int
+	provider types.Address
 }
 
 // runLane sends the request on lane i and follows it to the ack; it
-// fills res and returns the tokens received.
+// fills res and returns the tokens received. A stream that breaks is
+// opened again once: the request is sent again if the provider never took
+// it, or answered again (uncharged, S16) if it did.
 func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, prompt string, nIn, maxTokens uint64, tm *tokenMerger, res *LaneCompletion) []int {
-	if err := c.connect(ctx, l); err != nil {
-		res.Err = err
-		return nil
+	if l.conn == nil {
+		if err := c.connect(ctx, l); err != nil {
+			res.Err = err
+			return nil
+		}
 	}
 	lastSeq, base := c.ledger.get(l.provider)
 	pin, pout := c.view.PriceIn, c.view.PriceOut
@@ -561,8 +588,6 @@ func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, promp
 			types.FormatAmount(new(uint256.Int).Sub(l.budget, base)), types.FormatAmount(l.budget), types.FormatAmount(charge(nIn, maxTokens, pin, pout)))
 		return nil
 	}
-	stop := context.AfterFunc(ctx, func() { _ = l.stream.Reset() })
-	defer stop()
 	seq := lastSeq + 1
 	q := &session.Request{ChainID: c.chainID, Session: c.id, Provider: l.provider, Seq: seq, Prompt: sha256.Sum256([]byte(prompt)), MaxTokens: maxTokens}
 	res.Seq = seq
@@ -578,9 +603,63 @@ func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, promp
 		return nil
 	}
 	res.Charged, res.Cumulative = new(uint256.Int).Sub(prepaid, base), prepaid
-	if err := l.conn.write(clientMsg{Request: q, RequestSig: qsig, Prompt: prompt, Voucher: vouch, VoucherSig: vsig}); err != nil {
-		res.Err = laneFail(l, fmt.Errorf("request %d not sent: %w", seq, err))
-		return nil
+	r := &laneRequest{q: q, msg: clientMsg{Request: q, RequestSig: qsig, Prompt: prompt, Voucher: vouch, VoucherSig: vsig},
+		nIn: nIn, base: base, prepaid: prepaid, pin: pin, pout: pout, provider: l.provider}
+	for try := 0; ; try++ {
+		toks, ferr := c.follow(ctx, i, l, r, tm, res)
+		var broken errBroken
+		if ferr == nil || !errors.As(ferr, &broken) || try > 0 || ctx.Err() != nil {
+			if ferr != nil {
+				var refused *RefusedError
+				if errors.As(ferr, &refused) && refused.Refusal.Charged {
+					res.Err = ferr // the lane is in step: prompt paid, seq used
+				} else {
+					res.Err = laneFail(l, ferr)
+				}
+			}
+			return toks
+		}
+		c.log.Info("session stream broke: opening it again", "session", c.id, "provider", l.provider, "seq", seq, "err", ferr)
+		dropStream(l)
+		st, err := c.dial(ctx, l)
+		if err != nil {
+			res.Err = laneFail(l, err)
+			return toks
+		}
+		_, cum := c.ledger.get(l.provider)
+		switch {
+		case st.Seq == seq-1 && st.Owed.Eq(base) && st.Held.Eq(base):
+			// The provider never took the request: send it again.
+		case st.Seq == seq && st.Request == q.Hash() && st.Answered:
+			// It answered: the same request again replays the answer,
+			// uncharged (S16).
+		case st.Seq == seq && st.Request == q.Hash() && st.Owed.Eq(st.Held) && !st.Held.Gt(cum):
+			// Cut off while generating: the lane is owed what was paid
+			// (the last voucher again, if it was lost with the stream).
+			if st.Held.Lt(cum) {
+				if err := c.resendLast(l); err != nil {
+					res.Err = laneFail(l, err)
+					return toks
+				}
+			}
+			res.Err = fmt.Errorf("request %d was cut off after %d tokens (paid for): %w", seq, len(toks), ferr)
+			return toks
+		default:
+			res.Err = laneFail(l, fmt.Errorf("request %d broke off and lane %s is out of step: the provider is at seq %d, owed %s, holding %s; this client signed %s",
+				seq, l.provider, st.Seq, st.Owed.Dec(), st.Held.Dec(), cum.Dec()))
+			return toks
+		}
+	}
+}
+
+// follow sends request r on l's stream and reads its answer to the ack.
+// A broken stream is errBroken; a refusal is *RefusedError.
+func (c *SessionClient) follow(ctx context.Context, i int, l *clientLane, r *laneRequest, tm *tokenMerger, res *LaneCompletion) ([]int, error) {
+	stop := context.AfterFunc(ctx, func() { _ = l.stream.Reset() })
+	defer stop()
+	seq, maxTokens := r.q.Seq, r.q.MaxTokens
+	if err := l.conn.write(r.msg); err != nil {
+		return nil, errBroken{fmt.Errorf("request %d not sent: %w", seq, err)}
 	}
 	every := max(1, l.status.Credit/2)
 	var toks []int
@@ -588,79 +667,72 @@ func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, promp
 	for {
 		var pm providerMsg
 		if err := l.conn.read(&pm, 5*time.Minute); err != nil {
-			res.Err = laneFail(l, fmt.Errorf("request %d: the stream broke: %w", seq, err))
-			return toks
+			return toks, errBroken{fmt.Errorf("request %d: %w", seq, err)}
 		}
 		switch {
 		case pm.Token != nil:
 			tok := *pm.Token
 			if tok < 0 || tok >= c.cfg.Model.NumVocab() || eog || uint64(len(toks)) >= maxTokens {
-				res.Err = laneFail(l, fmt.Errorf("request %d: token %d (number %d) after the end, past max_tokens or outside the vocabulary: the provider breaks the protocol", seq, tok, len(toks)+1))
-				return toks
+				return toks, fmt.Errorf("request %d: token %d (number %d) after the end, past max_tokens or outside the vocabulary: the provider breaks the protocol", seq, tok, len(toks)+1)
 			}
 			toks = append(toks, tok)
 			eog = c.cfg.Model.IsEOG(tok)
 			tm.deliver(i, len(toks)-1, tok)
 			if n := uint64(len(toks)); n%every == 0 && !eog && n < maxTokens {
-				cum := addCharge(prepaid, 0, n, nil, pout)
+				cum := addCharge(r.prepaid, 0, n, nil, r.pout)
+				if _, signed := c.ledger.get(l.provider); !cum.Gt(signed) {
+					continue // signed already (an answer replayed)
+				}
 				v, sig, err := c.signVoucher(l.provider, seq, cum)
 				if err != nil {
-					res.Err = laneFail(l, err)
-					return toks
+					return toks, err
 				}
-				res.Charged, res.Cumulative = new(uint256.Int).Sub(cum, base), cum
+				res.Charged, res.Cumulative = new(uint256.Int).Sub(cum, r.base), cum
 				if err := l.conn.write(clientMsg{Voucher: v, VoucherSig: sig}); err != nil {
-					res.Err = laneFail(l, fmt.Errorf("request %d: voucher not sent: %w", seq, err))
-					return toks
+					return toks, errBroken{fmt.Errorf("request %d: voucher not sent: %w", seq, err)}
 				}
 			}
 		case pm.Receipt != nil:
 			text := c.cfg.Model.Detokenize(withoutEOG(c.cfg.Model, toks))
-			if err := verifyReceipt(pm.Receipt, pm.ReceiptSig, q, l.provider, text, nIn, uint64(len(toks))); err != nil {
-				res.Err = laneFail(l, fmt.Errorf("request %d: receipt rejected: %w", seq, err))
-				return toks
+			if err := verifyReceipt(pm.Receipt, pm.ReceiptSig, r.q, l.provider, text, r.nIn, uint64(len(toks))); err != nil {
+				return toks, fmt.Errorf("request %d: receipt rejected: %w", seq, err)
 			}
-			final := addCharge(prepaid, 0, uint64(len(toks)), nil, pout)
+			final := addCharge(r.prepaid, 0, uint64(len(toks)), nil, r.pout)
 			v, sig, err := c.signVoucher(l.provider, seq, final)
 			if err != nil {
-				res.Err = laneFail(l, err)
-				return toks
+				return toks, err
 			}
-			res.Charged, res.Cumulative = new(uint256.Int).Sub(final, base), final
+			res.Charged, res.Cumulative = new(uint256.Int).Sub(final, r.base), final
 			if err := l.conn.write(clientMsg{Voucher: v, VoucherSig: sig}); err != nil {
-				res.Err = laneFail(l, fmt.Errorf("request %d: voucher not sent: %w", seq, err))
-				return toks
+				return toks, errBroken{fmt.Errorf("request %d: voucher not sent: %w", seq, err)}
 			}
 			var ack providerMsg
-			if err := l.conn.read(&ack, 30*time.Second); err != nil || ack.Ack == nil || ack.Ack.Seq != seq || !ack.Ack.Cumulative.Eq(final) {
-				res.Err = laneFail(l, fmt.Errorf("request %d: the provider did not acknowledge the voucher for %s (%v %s)", seq, final.Dec(), err, ack.Error))
-				return toks
+			if err := l.conn.read(&ack, 30*time.Second); err != nil {
+				return toks, errBroken{fmt.Errorf("request %d: no acknowledgement of the voucher: %w", seq, err)}
+			}
+			if ack.Ack == nil || ack.Ack.Seq != seq || !ack.Ack.Cumulative.Eq(final) {
+				return toks, fmt.Errorf("request %d: the provider did not acknowledge the voucher for %s (%s)", seq, final.Dec(), ack.Error)
 			}
 			res.Receipt, res.ReceiptSig, res.Text = pm.Receipt, pm.ReceiptSig, text
-			return toks
+			return toks, nil
 		case pm.Refusal != nil:
 			f := pm.Refusal
-			if signer, err := session.Signer(f.Hash(), pm.RefusalSig); err != nil || signer != l.provider || f.Request != q.Hash() ||
+			if signer, err := session.Signer(f.Hash(), pm.RefusalSig); err != nil || signer != l.provider || f.Request != r.q.Hash() ||
 				f.Seq != seq || f.Session != c.id || f.ChainID != c.chainID || f.Provider != l.provider {
-				res.Err = laneFail(l, fmt.Errorf("request %d: a refusal that is not the lane provider's answer to it: %q", seq, f.Reason))
-				return toks
+				return toks, fmt.Errorf("request %d: a refusal that is not the lane provider's answer to it: %q", seq, f.Reason)
 			}
 			rerr := &RefusedError{Refusal: f, Sig: pm.RefusalSig}
-			if !f.Charged || f.NIn != nIn || len(toks) > 0 {
+			if !f.Charged || f.NIn != r.nIn || len(toks) > 0 {
 				// Uncharged, the provider did not take the voucher this
 				// client signed: the lane is out of step for good.
-				res.Charged, res.Cumulative = new(uint256.Int), base
-				res.Err = laneFail(l, rerr)
-				return toks
+				res.Charged, res.Cumulative = new(uint256.Int), r.base
+				return toks, fmt.Errorf("%w (the lane is out of step: this client signed %s)", rerr, r.prepaid.Dec())
 			}
-			res.Err = rerr
-			return toks
+			return toks, rerr
 		case pm.Error != "":
-			res.Err = laneFail(l, fmt.Errorf("request %d: provider %s: %s", seq, l.provider, pm.Error))
-			return toks
+			return toks, fmt.Errorf("request %d: provider %s: %s", seq, l.provider, pm.Error)
 		default:
-			res.Err = laneFail(l, fmt.Errorf("request %d: an empty message from the provider", seq))
-			return toks
+			return toks, fmt.Errorf("request %d: an empty message from the provider", seq)
 		}
 	}
 }
@@ -713,64 +785,83 @@ func (c *SessionClient) signVoucher(provider types.Address, seq uint64, cumulati
 	return v, sig, nil
 }
 
-// connect opens l's stream if it is not open and checks that the
-// provider's account of the lane is the ledger's; a missing last voucher
-// is sent again.
-func (c *SessionClient) connect(ctx context.Context, l *clientLane) error {
-	if l.conn != nil {
-		return nil
-	}
+// dial opens a stream to l's provider and reads its account of the lane.
+func (c *SessionClient) dial(ctx context.Context, l *clientLane) (*LaneStatus, error) {
 	pid, err := connectProvider(ctx, c.cfg.Host, c.cfg.Chain, l.provider)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, err := c.cfg.Host.Host().NewStream(ctx, pid, SessionProtocol)
 	if err != nil {
-		return fmt.Errorf("cannot open a session stream to %s: %w", l.provider, err)
+		return nil, fmt.Errorf("cannot open a session stream to %s: %w", l.provider, err)
 	}
 	conn := newLineConn(s)
 	var pm providerMsg
 	if err := conn.write(sessionHello{Session: c.id}); err == nil {
 		err = conn.read(&pm, 30*time.Second)
 	}
-	fail := func(err error) error {
-		_ = s.Reset()
-		return laneFail(l, err)
-	}
 	switch {
 	case err != nil:
-		return fail(fmt.Errorf("session stream to %s: %w", l.provider, err))
+		err = fmt.Errorf("session stream to %s: %w", l.provider, err)
 	case pm.Error != "":
-		return fail(fmt.Errorf("provider %s: %s", l.provider, pm.Error))
+		err = fmt.Errorf("provider %s: %s", l.provider, pm.Error)
 	case pm.Ready == nil || pm.Ready.Provider != l.provider || pm.Ready.Owed == nil || pm.Ready.Held == nil:
-		return fail(fmt.Errorf("provider %s did not describe its lane", l.provider))
+		err = fmt.Errorf("provider %s did not describe its lane", l.provider)
+	case pm.Ready.Stopped != "":
+		err = fmt.Errorf("provider %s serves this client no more: %s", l.provider, pm.Ready.Stopped)
 	}
-	st := pm.Ready
+	if err != nil {
+		_ = s.Reset()
+		return nil, err
+	}
+	l.stream, l.conn, l.status = s, conn, pm.Ready
+	return pm.Ready, nil
+}
+
+// connect opens l's stream and checks that the provider's account of the
+// lane is the ledger's; a missing last voucher is sent again.
+func (c *SessionClient) connect(ctx context.Context, l *clientLane) error {
+	st, err := c.dial(ctx, l)
+	if err != nil {
+		return laneFail(l, err)
+	}
 	c.ledger.mu.Lock()
 	ll := *c.ledger.lane(l.provider)
 	c.ledger.mu.Unlock()
 	switch {
-	case st.Stopped != "":
-		return fail(fmt.Errorf("provider %s serves this client no more: %s", l.provider, st.Stopped))
 	case st.Seq == ll.Seq && st.Owed.Eq(ll.Cumulative) && st.Held.Eq(ll.Cumulative):
-	case st.Seq == ll.Seq && st.Owed.Eq(ll.Cumulative) && st.Held.Lt(ll.Cumulative) && ll.Voucher != nil:
-		// The last voucher did not arrive: send it again.
-		sig, err := session.Sign(c.cfg.Key, ll.Voucher.Hash())
-		if err != nil {
-			return fail(err)
-		}
-		var ack providerMsg
-		if err := conn.write(clientMsg{Voucher: ll.Voucher, VoucherSig: sig}); err == nil {
-			err = conn.read(&ack, 30*time.Second)
-		}
-		if err != nil || ack.Ack == nil || !ack.Ack.Cumulative.Eq(ll.Cumulative) {
-			return fail(fmt.Errorf("provider %s did not take the last voucher again (%v %s)", l.provider, err, ack.Error))
+	case st.Seq == ll.Seq && st.Held.Lt(ll.Cumulative) && (st.Owed.Eq(ll.Cumulative) || !st.Answered && st.Owed.Eq(st.Held)):
+		// The last voucher did not arrive (the stream broke): send it
+		// again.
+		if err := c.resendLast(l); err != nil {
+			return laneFail(l, err)
 		}
 	default:
-		return fail(fmt.Errorf("lane %s is out of step: the provider is at seq %d, owed %s, holding %s; this client's ledger at seq %d, cumulative %s",
+		return laneFail(l, fmt.Errorf("lane %s is out of step: the provider is at seq %d, owed %s, holding %s; this client's ledger at seq %d, cumulative %s",
 			l.provider, st.Seq, st.Owed.Dec(), st.Held.Dec(), ll.Seq, ll.Cumulative.Dec()))
 	}
-	l.stream, l.conn, l.status = s, conn, st
+	return nil
+}
+
+// resendLast sends the lane's last signed voucher again and reads the ack.
+func (c *SessionClient) resendLast(l *clientLane) error {
+	c.ledger.mu.Lock()
+	v := c.ledger.lane(l.provider).Voucher
+	c.ledger.mu.Unlock()
+	if v == nil {
+		return fmt.Errorf("lane %s: no voucher to send again", l.provider)
+	}
+	sig, err := session.Sign(c.cfg.Key, v.Hash())
+	if err != nil {
+		return err
+	}
+	var ack providerMsg
+	if err := l.conn.write(clientMsg{Voucher: v, VoucherSig: sig}); err == nil {
+		err = l.conn.read(&ack, 30*time.Second)
+	}
+	if err != nil || ack.Ack == nil || !ack.Ack.Cumulative.Eq(v.Cumulative) {
+		return fmt.Errorf("provider %s did not take the last voucher again (%v %s)", l.provider, err, ack.Error)
+	}
 	return nil
 }
 

@@ -84,10 +84,15 @@ type sessionLane struct {
 	Tokens     []int            `json:",omitempty"`
 	Receipt    *session.Receipt `json:",omitempty"`
 	ReceiptSig []byte           `json:",omitempty"`
+	// CutOwed, after a request cut off while generating, is the most a
+	// late voucher for it may say: its tokens that were sent (a voucher
+	// the client signed as the stream broke is still taken).
+	CutOwed *uint256.Int `json:",omitempty"`
 	// Stopped says why the provider serves this client no more.
 	Stopped string `json:",omitempty"`
 
 	mu        sync.Mutex     // guards the fields
+	saveMu    sync.Mutex     // one save at a time, each of the state then
 	slot      chan struct{}  // held by the stream that serves the lane
 	stream    network.Stream // that stream
 	redeeming bool
@@ -108,7 +113,7 @@ func (l *sessionLane) status(provider types.Address, context, credit uint64) *La
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return &LaneStatus{Provider: provider, Seq: l.Seq, Request: l.Request, Owed: l.Owed.Clone(), Held: l.held().Clone(),
-		Context: context, Credit: credit, Stopped: l.Stopped}
+		Answered: l.Receipt != nil, Context: context, Credit: credit, Stopped: l.Stopped}
 }
 
 // take makes s the lane's stream: a stream already serving it is reset
@@ -260,6 +265,8 @@ func (p *Provider) saveLane(l *sessionLane) error {
 	if p.cfg.StateDir == "" {
 		return nil
 	}
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
 	l.mu.Lock()
 	bz, err := json.Marshal(l)
 	l.mu.Unlock()
@@ -517,7 +524,7 @@ func (ss *sessionStream) request(ctx context.Context, msg clientMsg) error {
 	l.mu.Lock()
 	l.Seq, l.Request, l.Prepaid, l.Owed = q.Seq, h, prepaid, prepaid.Clone()
 	l.Voucher, l.VoucherSig = v, msg.VoucherSig
-	l.Tokens, l.Receipt, l.ReceiptSig = nil, nil, nil
+	l.Tokens, l.Receipt, l.ReceiptSig, l.CutOwed = nil, nil, nil, nil
 	l.mu.Unlock()
 	if err := p.saveLane(l); err != nil {
 		return fmt.Errorf("cannot store the voucher: %w", err)
@@ -606,7 +613,7 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		// Cut off: the lane is owed what the vouchers held pay; the rest
 		// (at most credit tokens) is lost.
 		l.mu.Lock()
-		l.Owed = l.held().Clone()
+		l.Owed, l.CutOwed = l.held().Clone(), addCharge(prepaid, 0, uint64(len(sent)), nil, pout)
 		if stop != nil {
 			l.Stopped = stop.Error()
 		}
@@ -699,7 +706,8 @@ func (ss *sessionStream) awaitVoucher(ctx context.Context) error {
 
 // final takes a voucher for the lane's last request: one below what is
 // owed is an interim one (done false); one equal to it completes the
-// request and is acknowledged once stored.
+// request and is acknowledged once stored. After a cut-off request, any
+// voucher up to what was sent completes it.
 func (ss *sessionStream) final(msg clientMsg) (done bool, _ error) {
 	l, v := ss.l, msg.Voucher
 	if err := checkVoucher(v, msg.VoucherSig, l.ChainID, l.Session, ss.p.addr, l.Client, l.Budget); err != nil {
@@ -707,17 +715,26 @@ func (ss *sessionStream) final(msg clientMsg) (done bool, _ error) {
 	}
 	l.mu.Lock()
 	seq, held, owed := l.Seq, l.held().Clone(), l.Owed.Clone()
+	cut := l.Receipt == nil && l.CutOwed != nil
+	limit := owed
+	if cut {
+		limit = l.CutOwed.Clone()
+	}
 	l.mu.Unlock()
 	switch {
 	case v.Seq != seq:
 		return false, fmt.Errorf("voucher refused: it is for seq %d, the lane's last request is %d", v.Seq, seq)
 	case v.Cumulative.Lt(held):
 		return false, fmt.Errorf("voucher refused: its cumulative %s is below one already given, %s", v.Cumulative.Dec(), held.Dec())
-	case v.Cumulative.Gt(owed):
-		return false, fmt.Errorf("voucher refused: its cumulative %s is above what the lane is owed, %s", v.Cumulative.Dec(), owed.Dec())
+	case v.Cumulative.Gt(limit):
+		return false, fmt.Errorf("voucher refused: its cumulative %s is above what the lane is owed, %s", v.Cumulative.Dec(), limit.Dec())
 	}
 	l.mu.Lock()
 	l.Voucher, l.VoucherSig = v, msg.VoucherSig
+	if cut {
+		l.Owed = v.Cumulative.Clone()
+		owed = l.Owed.Clone()
+	}
 	l.mu.Unlock()
 	if err := ss.p.saveLane(l); err != nil {
 		return false, fmt.Errorf("cannot store the voucher: %w", err)

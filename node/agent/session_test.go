@@ -24,6 +24,8 @@ import (
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
@@ -663,5 +665,100 @@ func TestRedeemReason(t *testing.T) {
 		if got := redeemReason(u(c.held), u(c.redeemed), u(100), u(25), c.height, c.expiry, c.due, 5, c.closed); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSessionResumes: streams that break and a provider that restarts.
+//
+//   - the client loses its stream after the provider answered (receipt
+//     sent, voucher not yet): on a new stream the same request is answered
+//     again, uncharged, and paid once (S16);
+//   - the client loses its stream while the provider generates, just as
+//     it signed a voucher for a token (the provider runs two tokens ahead
+//     of the vouchers here): the provider stops; on a new stream the lost
+//     voucher is taken, so the lane is paid for what was sent and stays in
+//     step;
+//   - the provider restarts (a new peer id; its lane from disk): the
+//     request sent into the dead stream is sent again on a new one, and the
+//     provider redeems, from disk, exactly what the client's ledger signed.
+func TestSessionResumes(t *testing.T) {
+	n := newTestNet(t)
+	provider := func() *testProvider {
+		return n.startProvider("prov1", func(store *blobstore.Store, cfg *ProviderConfig) {
+			hash, err := store.PutFile(n.modelPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.model = hash
+			cfg.Models, cfg.Strategy, cfg.Attributes, cfg.SessionCredit = []types.Hash{hash}, pricing.PerToken{PerToken: milli(5)}, []string{"ram/16Gi"}, 2
+		})
+	}
+	p1 := provider()
+	cfg := n.sessionConfig()
+	o := n.sessionOrder(types.OGPU(3))
+	o.Lanes = 1
+	sc, err := OpenSession(n.ctx, cfg, o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sc.Session()
+	if _, err := sc.Complete(n.ctx, "Once upon a time", 16, nil); err != nil {
+		t.Fatal(err)
+	}
+	answered := func() bool {
+		l := p1.agent.lane(sc.ID())
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.Seq == 2 && l.Receipt != nil
+	}
+	before := sc.Ledger()[p1.agent.Address()]
+	cut := false
+	// Two tokens: the provider's credit, so it answers without a voucher.
+	res, err := sc.Complete(n.ctx, "Once upon a time there was a dog", 2, func(string) {
+		if !cut { // on the lane's own goroutine
+			cut = true
+			for !answered() {
+				time.Sleep(time.Millisecond)
+			}
+			_ = sc.lanes[0].stream.Reset()
+		}
+	})
+	if err != nil || res.Lanes[0].Seq != 2 {
+		t.Fatalf("the answer lost with the stream: %v %+v", err, res)
+	}
+	if want := charge(res.PromptTokens, res.CompletionTokens, v.PriceIn, v.PriceOut); !new(uint256.Int).Sub(sc.Ledger()[p1.agent.Address()], before).Eq(want) {
+		t.Fatalf("the replayed request cost %s, want %s once", new(uint256.Int).Sub(sc.Ledger()[p1.agent.Address()], before), want)
+	}
+	cut = false
+	_, err = sc.Complete(n.ctx, "Once upon a time there was a cat", 16, func(string) {
+		if !cut {
+			cut = true
+			_ = sc.lanes[0].stream.Reset()
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "was cut off after 1 tokens") {
+		t.Fatalf("a request cut while generating: %v", err)
+	}
+	if _, err := sc.Complete(n.ctx, "Once upon a time there was a bird", 16, nil); err != nil {
+		t.Fatalf("the lane after the cut: %v", err)
+	}
+	// The provider restarts with a new host; its lane comes from disk.
+	p1.kill()
+	p1 = provider()
+	if l := p1.agent.lane(sc.ID()); l == nil || l.Seq != 4 {
+		t.Fatalf("the restarted provider's lane %+v: want seq 4 from disk", l)
+	}
+	res, err = sc.Complete(n.ctx, "Once upon a time there was a boy", 16, nil)
+	if err != nil || res.Lanes[0].Seq != 5 {
+		t.Fatalf("after the provider's restart: %v %+v", err, res)
+	}
+	if _, err := p1.agent.RedeemSession(n.ctx, sc.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = n.c.Session(n.ctx, sc.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if want := sc.Ledger()[p1.agent.Address()]; !v.Lanes[0].Paid.Eq(want) {
+		t.Fatalf("paid %s, the client's ledger signed %s", v.Lanes[0].Paid, want)
 	}
 }

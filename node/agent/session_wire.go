@@ -72,6 +72,9 @@ type LaneStatus struct {
 	Request types.Hash   `json:"request"`
 	Owed    *uint256.Int `json:"owed"`
 	Held    *uint256.Int `json:"held"`
+	// Answered: the provider holds the answer to Seq (the same request
+	// again replays it); false if Seq was refused or cut off.
+	Answered bool `json:"answered,omitempty"`
 	// Context is the provider's context in tokens (prompt + max_tokens
 	// must fit); Credit the output tokens it generates ahead of a voucher.
 	Context uint64 `json:"context"`
