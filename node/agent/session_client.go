@@ -876,6 +876,46 @@ func (c *SessionClient) Ledger() map[types.Address]*uint256.Int {
 	return out
 }
 
+// LaneInfo is a lane as the client sees it.
+type LaneInfo struct {
+	Provider types.Address
+	// Budget is the lane's; Signed the highest voucher the client signed
+	// on it (what the provider can be paid).
+	Budget, Signed *uint256.Int
+	// Failed, if set, is why the client uses the lane no more.
+	Failed error
+}
+
+// Lanes describes the session's lanes.
+func (c *SessionClient) Lanes() []LaneInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]LaneInfo, len(c.lanes))
+	for i, l := range c.lanes {
+		_, signed := c.ledger.get(l.provider)
+		out[i] = LaneInfo{Provider: l.provider, Budget: l.budget.Clone(), Signed: signed, Failed: l.failed}
+	}
+	return out
+}
+
+// Remaining is the least budget left on a lane still in use (zero if
+// none is): a gateway opens the next session before it runs out.
+func (c *SessionClient) Remaining() *uint256.Int {
+	var least *uint256.Int
+	for _, l := range c.Lanes() {
+		if l.Failed != nil {
+			continue
+		}
+		if left := new(uint256.Int).Sub(l.Budget, l.Signed); least == nil || left.Lt(least) {
+			least = left
+		}
+	}
+	if least == nil {
+		return new(uint256.Int)
+	}
+	return least
+}
+
 // Disconnect closes the streams (the session stays open on chain).
 func (c *SessionClient) Disconnect() {
 	c.mu.Lock()

@@ -463,6 +463,13 @@ func TestSessionAttacks(t *testing.T) {
 	}
 	// What no lane can take is not sent, and nothing is signed for it.
 	before := sc.Ledger()
+	most := before[liar.agent.Address()]
+	if h := before[honest.agent.Address()]; h.Gt(most) {
+		most = h
+	}
+	if left := sc.Remaining(); !left.Eq(new(uint256.Int).Sub(types.OGPU(3), most)) {
+		t.Fatalf("remaining %s: want the least a lane has left of its 3ogpu (signed %v)", left, before)
+	}
 	if _, err := sc.Complete(n.ctx, "Once upon a time", 400, nil); !errors.Is(err, ErrSessionBudget) {
 		t.Fatalf("max_tokens beyond the budget: %v, want %v", err, ErrSessionBudget)
 	}
