@@ -416,6 +416,7 @@ func (p *Provider) Serve(ctx context.Context) error {
 		return p.cfg.Chain.Unreachable(err)
 	}
 	p.height.Store(uint64(status.SyncInfo.LatestBlockHeight))
+	p.pruneLanes(ctx)
 	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
 	if err != nil {
 		return err

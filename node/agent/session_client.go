@@ -579,7 +579,7 @@ func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, promp
 	}
 	lastSeq, base := c.ledger.get(l.provider)
 	pin, pout := c.view.PriceIn, c.view.PriceOut
-	if nIn+maxTokens > l.status.Context {
+	if maxTokens > l.status.Context || nIn+maxTokens > l.status.Context {
 		res.Err = fmt.Errorf("%w: the prompt (%d tokens) plus max_tokens (%d) exceed provider %s's context of %d tokens", ErrContextTooLong, nIn, maxTokens, l.provider, l.status.Context)
 		return nil
 	}

@@ -490,7 +490,7 @@ func (ss *sessionStream) request(ctx context.Context, msg clientMsg) error {
 		case h == st.request && st.answered:
 			return ss.replay(ctx)
 		case h == st.request:
-			return ss.refuse(q, false, 0, "request %d was cut off before its receipt and nothing more is owed for it: send the next request as seq %d", q.Seq, st.seq+1)
+			return ss.refuse(q, false, 0, "request %d was refused or cut off, and nothing more is owed for it: send the next request as seq %d", q.Seq, st.seq+1)
 		}
 		return ss.refuse(q, false, 0, "seq %d already carried another request: a new request takes seq %d", q.Seq, st.seq+1)
 	}
@@ -529,7 +529,7 @@ func (ss *sessionStream) request(ctx context.Context, msg clientMsg) error {
 	if err := p.saveLane(l); err != nil {
 		return fmt.Errorf("cannot store the voucher: %w", err)
 	}
-	if c := uint64(ss.m.Options().ContextSize); nIn+q.MaxTokens > c {
+	if c := uint64(ss.m.Options().ContextSize); q.MaxTokens > c || nIn+q.MaxTokens > c {
 		return ss.refuse(q, true, nIn, "the prompt (%d tokens) plus max_tokens (%d) exceed this provider's context of %d tokens (the prompt is charged)", nIn, q.MaxTokens, c)
 	}
 	if most := addCharge(prepaid, 0, q.MaxTokens, st.pin, st.pout); most.Gt(st.budg) {
@@ -826,6 +826,19 @@ func (p *Provider) redeemSessions(ctx context.Context, height uint64) {
 					p.log.Warn("session redemption failed (retried next block)", "session", l.Session, "err", err)
 				}
 			})
+		}
+	}
+}
+
+// pruneLanes forgets the lanes restored from disk whose session settled
+// while the agent was down.
+func (p *Provider) pruneLanes(ctx context.Context) {
+	for _, l := range p.sessionLanes() {
+		sv, err := p.cfg.Chain.Session(ctx, l.Session)
+		var qe *node.QueryError
+		if errors.As(err, &qe) || (err == nil && sv.Settled) {
+			p.log.Info("forgetting a settled session", "session", l.Session)
+			p.dropLane(l.Session)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -624,9 +625,14 @@ func TestSessionAttacks(t *testing.T) {
 		t.Fatalf("refusal counts %d prompt tokens, want %d", f.NIn, nLong)
 	}
 	prepaid6 := addCharge(prepaid5, r.nIn(p), 0, r.pin, r.pout)
-	q6, q6Sig := r.request(6, p, 400, key)
+	q6, q6Sig := r.request(6, p, math.MaxUint64-2, key) // no wrap-around past the check
 	v6, v6Sig := r.voucher(6, prepaid6, key)
+	r.refused(req(q6, q6Sig, v6, v6Sig), true, "exceed this provider's context")
+	prepaid6b := addCharge(prepaid6, r.nIn(p), 0, r.pin, r.pout)
+	q6, q6Sig = r.request(7, p, 400, key)
+	v6, v6Sig = r.voucher(7, prepaid6b, key)
 	r.refused(req(q6, q6Sig, v6, v6Sig), true, "budget")
+	prepaid6 = prepaid6b
 
 	// After the end (a close moves it to the close's block).
 	if err := sc.Close(n.ctx); err != nil {
@@ -644,8 +650,8 @@ func TestSessionAttacks(t *testing.T) {
 		}
 	}
 	prepaid7 := addCharge(prepaid6, r.nIn(p), 0, r.pin, r.pout)
-	q7, q7Sig := r.request(7, p, 8, key)
-	v7, v7Sig := r.voucher(7, prepaid7, key)
+	q7, q7Sig := r.request(8, p, 8, key)
+	v7, v7Sig := r.voucher(8, prepaid7, key)
 	r.refused(req(q7, q7Sig, v7, v7Sig), false, "ended at height")
 }
 
