@@ -775,3 +775,47 @@ func TestSessionResumes(t *testing.T) {
 		t.Fatalf("paid %s, the client's ledger signed %s", v.Lanes[0].Paid, want)
 	}
 }
+
+// TestSessionLaneDies: with two lanes, a provider that dies while its
+// tokens stream does not cut the answer: the other lane's tokens carry on
+// at the same offset, the text streamed is the whole answer, and the
+// session goes on with the living lane.
+func TestSessionLaneDies(t *testing.T) {
+	n := newTestNet(t)
+	p1 := n.provider("prov1", 5, false)
+	p2 := n.provider("prov2", 6, false)
+	cfg := n.sessionConfig()
+	sc, err := OpenSession(n.ctx, cfg, n.sessionOrder(types.OGPU(3)), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed strings.Builder
+	pieces := 0
+	res, err := sc.Complete(n.ctx, "Once upon a time", 24, func(s string) {
+		streamed.WriteString(s)
+		if pieces++; pieces == 3 {
+			p1.kill()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead, alive *LaneCompletion
+	for i := range res.Lanes {
+		if res.Lanes[i].Provider == p1.agent.Address() {
+			dead = &res.Lanes[i]
+		} else {
+			alive = &res.Lanes[i]
+		}
+	}
+	if dead.Err == nil || alive.Err != nil || alive.Provider != p2.agent.Address() || res.Text != alive.Text || streamed.String() != res.Text || !strings.Contains(res.Text, "Lily") {
+		t.Fatalf("dead lane err %v, living lane err %v, text %q, lane text %q, streamed %q", dead.Err, alive.Err, res.Text, alive.Text, streamed.String())
+	}
+	res, err = sc.Complete(n.ctx, "Once upon a time there was a dog", 16, nil)
+	if err != nil || res.Verified || res.Lanes[1].Err != nil && res.Lanes[0].Err != nil {
+		t.Fatalf("the session after a lane died: %v %+v", err, res)
+	}
+	if l := sc.Lanes(); (l[0].Failed == nil) == (l[1].Failed == nil) {
+		t.Fatalf("lanes %+v: want the dead one failed, the other in use", l)
+	}
+}
