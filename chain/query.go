@@ -186,6 +186,9 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		if !ok && err == nil {
 			v, ok, err = bridgeQuery(snap, path)
 		}
+		if !ok && err == nil {
+			v, ok, err = sessionQuery(snap, path)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -93,3 +93,10 @@ func FindEvent(res *ctypes.ResultTx, out types.Event) error {
 	}
 	return fmt.Errorf("the transaction has no %s event", out.EventType())
 }
+
+// Session returns session id (/session/ID): its client, prices, lanes,
+// expiry, and the chain height the answer is from.
+func (c *Client) Session(ctx context.Context, id uint64) (*chain.SessionView, error) {
+	var v chain.SessionView
+	return &v, c.queryJSON(ctx, chain.QuerySession+strconv.FormatUint(id, 10), &v)
+}

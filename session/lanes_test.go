@@ -254,6 +254,10 @@ func TestSignedObjectsAreDomainSeparated(t *testing.T) {
 	if q.Hash() == r.Hash() || digest(VoucherTag, q) == q.Hash() {
 		t.Fatal("tags do not separate the digests")
 	}
+	f := &Refusal{ChainID: chainID, Session: 1, Seq: 2}
+	if f.Hash() == digest(ReceiptTag, f) || f.Hash() == digest(RequestTag, f) {
+		t.Fatal("a refusal's digest is another object's")
+	}
 	if _, err := Signer(q.Hash(), make([]byte, 64)); err == nil {
 		t.Fatal("a 64-byte signature was accepted")
 	}

@@ -19,6 +19,7 @@ const (
 	RequestTag = "ogpu/sreq/v1"
 	ReceiptTag = "ogpu/receipt/v1"
 	VoucherTag = "ogpu/voucher/v1"
+	RefusalTag = "ogpu/refusal/v1"
 )
 
 // Request is what the client asks a session provider for: signed by the
@@ -46,6 +47,24 @@ type Receipt struct {
 	NOut     uint64
 }
 
+// Refusal is the provider's signed account of a request it did not serve
+// (a prompt beyond its context, a budget too small for max_tokens, a
+// session that ended, a bad voucher): it binds the request (H(Q)) and
+// says whether the request's prompt was charged (Charged: the provider
+// accepted the voucher prepaying it, so Seq is used up, and NIn is the
+// prompt's length it counted) or nothing was (Seq stays free). Off chain
+// only; no state machine reads it.
+type Refusal struct {
+	ChainID  string
+	Session  uint64
+	Provider types.Address
+	Seq      uint64
+	Request  types.Hash
+	Charged  bool
+	NIn      uint64
+	Reason   string
+}
+
 // Voucher is the client's signed promise that a lane's provider has earned
 // Cumulative in total, after request Seq. Only the latest matters: the
 // chain pays cumulative − paid.
@@ -70,6 +89,9 @@ func (q *Request) Hash() types.Hash { return digest(RequestTag, q) }
 
 // Hash is keccak256(ReceiptTag | rlp(r)).
 func (r *Receipt) Hash() types.Hash { return digest(ReceiptTag, r) }
+
+// Hash is keccak256(RefusalTag | rlp(r)).
+func (r *Refusal) Hash() types.Hash { return digest(RefusalTag, r) }
 
 // Hash is keccak256(VoucherTag | rlp(v)).
 func (v *Voucher) Hash() types.Hash { return digest(VoucherTag, v) }

@@ -1,8 +1,9 @@
 // Package agent holds the off-chain actors of the market: the provider
 // agent that bids on jobs and runs them, the client that posts a job and
-// reads its answer, and the validator agent that re-checks disputed work.
-// They meet on chain (jobs, bids, awards, results) and over libp2p
-// (prompts, token streams, outputs, models).
+// reads its answer, the session client that buys a session lease and pays
+// its requests by vouchers, and the validator agent that re-checks disputed
+// work. They meet on chain (jobs, bids, awards, results, redemptions) and
+// over libp2p (prompts, token streams, session requests, outputs, models).
 package agent
 
 import (

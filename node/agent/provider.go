@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -27,6 +28,7 @@ import (
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -76,9 +78,19 @@ type ProviderConfig struct {
 	// rules survive a restart.
 	Access *Access
 	// Lie makes the provider change one token of every output before it
-	// commits (pipeline stages: evaluate with one weight off): a
-	// devnet-only switch that shows the dispute path.
+	// commits (pipeline stages: evaluate with one weight off; session
+	// answers: the third token): a devnet-only switch that shows the
+	// dispute path.
 	Lie bool
+	// SessionCredit is how many output tokens of a session request run
+	// ahead of the voucher paying them (default DefaultSessionCredit).
+	SessionCredit uint64
+	// SessionRedeemAt: a session lane's vouchers are redeemed once this
+	// much is unredeemed (default: a quarter of the lane's budget).
+	SessionRedeemAt *uint256.Int
+	// SessionRedeemMargin: blocks before a session's expiry at which
+	// everything held is redeemed (default 5).
+	SessionRedeemMargin uint64
 }
 
 // maxPipelineModel bounds the pipeline model a provider fetches.
@@ -123,6 +135,12 @@ type Provider struct {
 	// and the work is CPU-bound).
 	evalMu sync.Mutex
 	loadMu sync.Mutex // held while an evaluator is made
+
+	// lanes are the session lanes this provider holds (session_provider.go);
+	// height is the last block it saw.
+	sessMu sync.Mutex
+	lanes  map[uint64]*sessionLane
+	height atomic.Uint64
 }
 
 type taskKey struct {
@@ -179,11 +197,13 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 			return nil, err
 		}
 		p.loadSecrets()
+		p.loadLanes()
 	}
 	// The host serves blobs through this provider's rules, whatever it
 	// was built with: they are the ones the provider binds its jobs to.
 	cfg.Host.SetAuthorize(p.access.Authorize)
 	serveStreams(cfg.Host, &p.feeds, p.access, p.holdsSlot, 10*time.Minute)
+	cfg.Host.Host().SetStreamHandler(SessionProtocol, p.serveSession)
 	if len(cfg.Slices) > 0 || len(cfg.WantSlices) > 0 {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		id, err := cfg.Chain.ChainID(cctx)
@@ -395,6 +415,8 @@ func (p *Provider) Serve(ctx context.Context) error {
 	if err != nil {
 		return p.cfg.Chain.Unreachable(err)
 	}
+	p.height.Store(uint64(status.SyncInfo.LatestBlockHeight))
+	p.pruneLanes(ctx)
 	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
 	if err != nil {
 		return err
@@ -458,9 +480,11 @@ func (p *Provider) spawn(f func()) {
 }
 
 func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
+	p.height.Store(uint64(b.Height))
 	for _, ev := range b.Events {
 		p.onEvent(ctx, b.Height, ev)
 	}
+	p.redeemSessions(ctx, uint64(b.Height))
 	// Reveal results whose commit window has closed.
 	p.mu.Lock()
 	var due []taskKey
@@ -535,6 +559,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		var e market.EventJobCompleted
 		if types.DecodeEvent(ev, &e) == nil {
 			p.closeJob(e.Job)
+		}
+	case session.EventClosed{}.EventType():
+		var e session.EventClosed
+		if types.DecodeEvent(ev, &e) == nil {
+			p.sessionClosed(e.Session, uint64(height), e.Refund)
+		}
+	case session.EventSettled{}.EventType():
+		var e session.EventSettled
+		if types.DecodeEvent(ev, &e) == nil {
+			p.dropLane(e.Session)
 		}
 	case market.EventJobExpired{}.EventType():
 		var e market.EventJobExpired
@@ -699,6 +733,9 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	class := p.class
 	m, haveModel := p.models[j.Model]
 	p.mu.Unlock()
+	if j.Kind == market.KindSession {
+		return p.cannotServeSession(j)
+	}
 	if j.Kind == market.KindSplit {
 		if why := p.cannotRunSplit(j); why != "" {
 			return why
@@ -796,6 +833,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	j, err := p.cfg.Chain.Job(ctx, k.Job)
 	if err != nil {
 		return err
+	}
+	if j.Kind == market.KindSession {
+		return p.openSessionLane(ctx, j)
 	}
 	if j.Kind == market.KindPipeline {
 		return p.runPipelineTask(ctx, k, j, commitDeadline)

@@ -22,7 +22,9 @@
 //	{"skip":"reason"}         no bid, with a reason for the agent's log
 //	(nothing)                 no bid
 //
-// The price is for one stage replica and must not exceed max_price. The
+// The price is for one stage replica and must not exceed max_price; for
+// a job of kind session (which carries a "session" object) it is the price
+// of one output token. The
 // script has Timeout (default 5 s) to answer; then it and every process it
 // started are killed. A non-zero exit status, a timeout, more than 4 KiB of
 // output, output that is not one of the above, a negative or fractional
@@ -48,7 +50,7 @@ import (
 // asking. A script gets it as JSON on stdin.
 type JobView struct {
 	ID        uint64 `json:"id"`
-	Kind      string `json:"kind"`       // inference or pipeline
+	Kind      string `json:"kind"`       // inference, pipeline or session
 	Mode      string `json:"mode"`       // auction or pool
 	Model     string `json:"model"`      // sha256, 64 hex digits
 	ModelSize uint64 `json:"model_size"` // bytes
@@ -64,6 +66,20 @@ type JobView struct {
 	Client    string   `json:"client"`
 	Height    int64    `json:"height"` // the chain height the agent saw the job at
 	Provider  Provider `json:"provider"`
+	// Session holds a session lease's terms (kind session only): the
+	// price asked is then per output token.
+	Session *Session `json:"session,omitempty"`
+}
+
+// Session is what a session job leases: each lane's budget (base units,
+// decimal), the input token's price as a share of the output token's,
+// and how long the awarded providers serve (keeping the model loaded)
+// and then take redemptions.
+type Session struct {
+	Budget        string `json:"budget"`
+	InputPriceBps uint64 `json:"input_price_bps"`
+	Blocks        uint64 `json:"blocks"`
+	Grace         uint64 `json:"grace"`
 }
 
 // Provider is the bidding provider as a pricing strategy sees it.
@@ -86,8 +102,13 @@ func NewJobView(j *market.Job, height int64, p Provider) JobView {
 	if p.Attributes == nil {
 		p.Attributes = []string{}
 	}
+	var sess *Session
+	if t := j.Session; t != nil && t.Budget != nil {
+		sess = &Session{Budget: t.Budget.Dec(), InputPriceBps: t.InputPriceBps, Blocks: t.Blocks, Grace: t.Grace}
+	}
 	return JobView{
-		ID: j.ID, Kind: j.Kind, Mode: j.Mode, Model: hex.EncodeToString(j.Model[:]), ModelSize: j.ModelSize,
+		Session: sess,
+		ID:      j.ID, Kind: j.Kind, Mode: j.Mode, Model: hex.EncodeToString(j.Model[:]), ModelSize: j.ModelSize,
 		Stages: j.Stages, Redundancy: j.Redundancy, MaxPrice: maxPrice, MaxTokens: j.MaxTokens,
 		Require: require, Client: j.Client.Hex(), Height: height, Provider: p,
 	}
@@ -113,10 +134,11 @@ type Strategy interface {
 // below the strategy's price).
 var ErrNoBid = errors.New("no bid")
 
-// PerToken prices an inference job at Base + PerToken × max(MaxTokens, 1)
-// and a pipeline stage at PerStage (Base + PerToken if PerStage is nil),
-// in base units; nil means zero. It does not bid where that exceeds the
-// job's cap.
+// PerToken prices an inference job at Base + PerToken × max(MaxTokens, 1),
+// a pipeline stage at PerStage (Base + PerToken if PerStage is nil), and a
+// session at PerToken per output token (a session has no per-job base: it
+// pays every token), in base units; nil means zero. It does not bid where
+// that exceeds the job's cap.
 type PerToken struct {
 	Base, PerToken *uint256.Int
 	PerStage       *uint256.Int
@@ -129,14 +151,18 @@ func (s PerToken) Price(_ context.Context, j JobView) (*uint256.Int, error) {
 		return nil, err
 	}
 	price := new(uint256.Int)
-	if j.Kind == "pipeline" && s.PerStage != nil {
+	if j.Kind == market.KindSession {
+		if s.PerToken != nil {
+			price.Set(s.PerToken)
+		}
+	} else if j.Kind == "pipeline" && s.PerStage != nil {
 		price.Set(s.PerStage)
 	} else if s.PerToken != nil {
 		if _, overflow := price.MulOverflow(s.PerToken, uint256.NewInt(max(j.MaxTokens, 1))); overflow {
 			return nil, fmt.Errorf("%w: %d tokens at %s each overflows", ErrNoBid, j.MaxTokens, s.PerToken.Dec())
 		}
 	}
-	if s.Base != nil && (j.Kind != "pipeline" || s.PerStage == nil) {
+	if s.Base != nil && j.Kind != market.KindSession && (j.Kind != "pipeline" || s.PerStage == nil) {
 		if _, overflow := price.AddOverflow(price, s.Base); overflow {
 			return nil, fmt.Errorf("%w: base %s plus the token price overflows", ErrNoBid, s.Base.Dec())
 		}

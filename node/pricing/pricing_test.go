@@ -90,6 +90,8 @@ func TestPerToken(t *testing.T) {
 		{name: "pipeline without a stage price", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7)}, kind: "pipeline", maxPrice: "1000", want: "107"},
 		{name: "inference ignores the stage price", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7), PerStage: uint256.NewInt(300)}, maxTokens: 2, maxPrice: "1000", want: "114"},
 		{name: "stage price above the cap", s: PerToken{PerStage: uint256.NewInt(1001)}, kind: "pipeline", maxPrice: "1000", errHas: "above its max price"},
+		{name: "session: per output token, no base", s: PerToken{Base: uint256.NewInt(100), PerToken: uint256.NewInt(7)}, kind: "session", maxPrice: "10", want: "7"},
+		{name: "session token price above the cap", s: PerToken{PerToken: uint256.NewInt(11)}, kind: "session", maxPrice: "10", errHas: "above its max price"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,53 @@
+package chain
+
+import (
+	"strings"
+
+	"github.com/ogpu-network/ogpu/session"
+	"github.com/ogpu-network/ogpu/store"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// QuerySession is the session path: + id, answered with a SessionView.
+const QuerySession = "/session/"
+
+// SessionView is the answer to /session/ID: the session's record (its
+// client, per-token prices, lanes with budget and paid, expiry and grace)
+// and, at the height of the answer, where it is. An agent reads lanes,
+// prices and expiry from it; Height saves it a second query for the
+// chain's height.
+type SessionView struct {
+	*session.Session
+	// Due is the height whose end-block refunds what no voucher claimed;
+	// redemptions are accepted below it.
+	Due uint64 `json:"due"`
+	// Height is the committed height the answer is from.
+	Height uint64 `json:"height"`
+	// Phase is "open" (requests may be served: Height ≤ Expiry and not
+	// closed), "grace" (redemptions only), or "settled".
+	Phase string `json:"phase"`
+}
+
+// sessionQuery answers /session/ID; ok is false for other paths.
+func sessionQuery(snap *store.Snapshot, path string) (any, bool, error) {
+	if !strings.HasPrefix(path, QuerySession) {
+		return nil, false, nil
+	}
+	id, err := parseID(strings.TrimPrefix(path, QuerySession))
+	if err != nil {
+		return nil, true, types.ErrBadQuery.Wrapf("session id %q: want a number", strings.TrimPrefix(path, QuerySession))
+	}
+	s, ok := session.Get(snap, id)
+	if !ok {
+		return nil, true, types.ErrNotFound.Wrapf("session %d does not exist (a session job opens its session at the auction's close; ogpu query job %d says where it is)", id, id)
+	}
+	h := uint64(snap.Version())
+	v := SessionView{Session: s, Due: s.Due(), Height: h, Phase: "open"}
+	switch {
+	case s.Settled:
+		v.Phase = "settled"
+	case s.Closed || h > s.Expiry:
+		v.Phase = "grace"
+	}
+	return v, true, nil
+}
