@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -66,26 +66,7 @@ func (l *ledger) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return err
-	}
-	tmp := l.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(bz); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, l.path)
+	return atomicfile.Write(l.path, bz, 0o600)
 }
 
 // reservation is a granted worst case, settled once.

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -166,23 +167,7 @@ func (g *sessionLedger) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := g.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(bz); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, g.path)
+	return atomicfile.Write(g.path, bz, 0o600)
 }
 
 func loadLedger(dir string, id uint64) (*sessionLedger, error) {

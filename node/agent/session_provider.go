@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -277,23 +278,7 @@ func (p *Provider) saveLane(l *sessionLane) error {
 		return err
 	}
 	path := filepath.Join(p.sessionsDir(), strconv.FormatUint(l.Session, 10)+".json")
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(bz); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, bz, 0o600)
 }
 
 // loadLanes restores the lanes saved in StateDir.
