@@ -29,7 +29,7 @@ import (
 // reveals) with room for a slow machine.
 const (
 	testBidBlocks     = 60
-	testRevealBlocks  = 40
+	testRevealBlocks  = 100 // 10 s: three reveals one after another, each waiting for its block, under the race detector beside the agents' llama.cpp tests
 	testExecuteBlocks = 120 // 12 s at 100 ms blocks: room for the CLI round trips under the race detector on a loaded machine
 	testVerifyBlocks  = 40
 	testDisputeBlocks = 150 // votes are sealed for the first half
