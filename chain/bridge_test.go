@@ -39,9 +39,15 @@ func bridgeKey(name string) *ecdsa.PrivateKey { return testKey("bridge " + name)
 
 func newBridgeHarness(t *testing.T, thousands ...uint64) *bridgeHarness {
 	t.Helper()
+	return newBridgeHarnessWith(t, func(*genesis.BridgeParams) {}, thousands...)
+}
+
+func newBridgeHarnessWith(t *testing.T, mod func(*genesis.BridgeParams), thousands ...uint64) *bridgeHarness {
+	t.Helper()
 	d := testGenesis()
 	bp := genesis.DefaultBridgeParams()
 	bp.EthChainID, bp.Contract = 1337, testBridgeContract
+	mod(&bp)
 	d.Params.Bridge = &bp
 	b := &bridgeHarness{}
 	d.Validators = nil
@@ -610,5 +616,29 @@ func TestBridgeExtendVoteFirstHeight(t *testing.T) {
 	ext.panic = true
 	if got := vote(3); len(got) != 0 || ext.calls != 2 {
 		t.Fatalf("a panicking extender: extension %x, asked %d times", got, ext.calls)
+	}
+}
+
+// TestBridgeWithdrawalSpamIsBounded: a spammer paying the minimum fee can
+// queue at most max_pending_withdrawals for the validators to sign (each at
+// least min_withdrawal, its own money); the next is refused with what to do,
+// nothing debited, and a slot frees once one is paid on Ethereum.
+func TestBridgeWithdrawalSpamIsBounded(t *testing.T) {
+	b := newBridgeHarnessWith(t, func(p *genesis.BridgeParams) { p.MaxPendingWithdrawals = 2 }, 10, 10, 10, 10)
+	eth := common.HexToAddress("0x00000000000000000000000000000000000e7e7a")
+	w := func() []byte { return b.tx("bob", (&bridge.MsgBridgeWithdraw{To: eth, Amount: types.OGPU(1)}).Raw()) }
+	b.block(w(), w())
+	before := b.balance("bob")
+	res := b.block(w())
+	if res[0].Code == 0 || !strings.Contains(res[0].Log, "max_pending_withdrawals") {
+		t.Fatalf("third pending withdrawal: %+v", res[0])
+	}
+	if paid := new(uint256.Int).Sub(before, b.balance("bob")); !paid.Eq(types.OGPU(1)) { // the fee only
+		t.Fatalf("the refused withdrawal cost bob %s, want the 1ogpu fee only", types.FormatAmount(paid))
+	}
+	x := bridge.Executed{Nonce: 1, To: eth, Amount: types.OGPU(1)}
+	b.round([]*bridge.Extension{{Executed: []bridge.Executed{x}}, {Executed: []bridge.Executed{x}}, {Executed: []bridge.Executed{x}}})
+	if res := b.block(w()); res[0].Code != 0 {
+		t.Fatalf("a freed slot was not taken: %s", res[0].Log)
 	}
 }

@@ -2,9 +2,7 @@ package devnet
 
 import (
 	"crypto/ecdsa"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -74,7 +72,7 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 	validator := account{name: "validator", key: opKey, addr: crypto.PubkeyToAddress(opKey.PublicKey)}
 	d.accts = append(d.accts, validator)
 	fmt.Fprintf(d.w, "== oGPU devnet: single validator, chain ogpu-devnet, home %s\n", d.home)
-	if err := os.WriteFile(node.BridgeKeyFile(d.home), []byte(hex.EncodeToString(crypto.FromECDSA(d.eth.bridgeKey))+"\n"), 0o600); err != nil {
+	if err := node.WriteHexKey(node.BridgeKeyFile(d.home), d.eth.bridgeKey); err != nil {
 		return nil, err
 	}
 	n, err := node.StartChainNode(d.ctx, conf, log.NewNopLogger(), chain.WithInvariants(), signer)

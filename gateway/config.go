@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -238,3 +240,36 @@ func unhex(c byte) (byte, bool) {
 
 // modelID is how a model without an alias is named: sha256:<hex>.
 func modelID(h types.Hash) string { return fmt.Sprintf("sha256:%x", h[:]) }
+
+// ParseModelSpecs reads the models a gateway serves, each NAME=sha256:HEX,
+// NAME=FILE.gguf or FILE.gguf (named after the file), and template
+// overrides NAME=TEMPLATE for names among them.
+func ParseModelSpecs(models, templates []string) ([]ModelConfig, error) {
+	var out []ModelConfig
+	index := map[string]int{}
+	for _, s := range models {
+		name, ref, ok := strings.Cut(s, "=")
+		if !ok {
+			ref, name = s, strings.TrimSuffix(filepath.Base(s), ".gguf")
+		}
+		mc := ModelConfig{Name: name}
+		if _, err := ParseModelHash(ref); err == nil && strings.HasPrefix(ref, "sha256:") {
+			mc.Model = ref
+		} else if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+			mc.File = ref
+		} else {
+			return nil, fmt.Errorf("--model %q: want NAME=sha256:HEX, NAME=FILE.gguf or FILE.gguf (%s is neither a hash nor a file)", s, ref)
+		}
+		index[name] = len(out)
+		out = append(out, mc)
+	}
+	for _, s := range templates {
+		name, tmpl, ok := strings.Cut(s, "=")
+		i, known := index[name]
+		if !ok || !known {
+			return nil, fmt.Errorf("--template %q: want NAME=TEMPLATE for a NAME given with --model", s)
+		}
+		out[i].Template = tmpl
+	}
+	return out, nil
+}

@@ -309,3 +309,23 @@ func TestStreamReconcile(t *testing.T) {
 		})
 	}
 }
+
+// TestParseModelSpecs: names from files or hashes, template overrides for
+// known names only; anything else is refused saying what is wanted.
+func TestParseModelSpecs(t *testing.T) {
+	hash := "sha256:" + strings.Repeat("ab", 32)
+	got, err := ParseModelSpecs([]string{"tiny=" + hash}, []string{"tiny=chatml"})
+	if err != nil || len(got) != 1 || got[0].Name != "tiny" || got[0].Model != hash || got[0].Template != "chatml" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for _, bad := range [][2][]string{
+		{{"x=/no/such/file.gguf"}, nil},
+		{{"x=sha256:zz"}, nil},
+		{{"tiny=" + hash}, {"other=chatml"}},
+		{{"tiny=" + hash}, {"chatml"}},
+	} {
+		if _, err := ParseModelSpecs(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "want") {
+			t.Errorf("%v %v: %v", bad[0], bad[1], err)
+		}
+	}
+}

@@ -77,11 +77,26 @@ func OperatorKeyFile(home string) string { return filepath.Join(home, "config", 
 
 // LoadOperatorKey reads the operator key InitHome generated.
 func LoadOperatorKey(home string) (*ecdsa.PrivateKey, error) {
-	bz, err := os.ReadFile(OperatorKeyFile(home))
+	return ReadHexKey(OperatorKeyFile(home))
+}
+
+// ReadHexKey reads a file holding a hex secp256k1 private key (operator,
+// bridge, relayer and deployer keys are kept so).
+func ReadHexKey(path string) (*ecdsa.PrivateKey, error) {
+	bz, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return crypto.HexToECDSA(strings.TrimSpace(string(bz)))
+	k, err := crypto.HexToECDSA(strings.TrimSpace(string(bz)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a hex secp256k1 key: %w", path, err)
+	}
+	return k, nil
+}
+
+// WriteHexKey writes key to path (0600) as ReadHexKey reads it.
+func WriteHexKey(path string, key *ecdsa.PrivateKey) error {
+	return os.WriteFile(path, []byte(hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600)
 }
 
 // InitHome writes a node home: config/config.toml, the node key, the
@@ -126,7 +141,7 @@ func InitHome(o InitOptions) (*cmtcfg.Config, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(OperatorKeyFile(o.Home), []byte(hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600); err != nil {
+			if err := WriteHexKey(OperatorKeyFile(o.Home), key); err != nil {
 				return nil, fmt.Errorf("cannot write the operator key: %w", err)
 			}
 			operator = crypto.PubkeyToAddress(key.PublicKey)

@@ -2,9 +2,7 @@ package node
 
 import (
 	"crypto/ecdsa"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,17 +59,7 @@ type TestnetOptions struct {
 func BridgeKeyFile(home string) string { return filepath.Join(home, "config", "bridge_key.hex") }
 
 // LoadBridgeKey reads the validator's bridge key.
-func LoadBridgeKey(home string) (*ecdsa.PrivateKey, error) {
-	bz, err := os.ReadFile(BridgeKeyFile(home))
-	if err != nil {
-		return nil, err
-	}
-	k, err := crypto.HexToECDSA(strings.TrimSpace(string(bz)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", BridgeKeyFile(home), err)
-	}
-	return k, nil
-}
+func LoadBridgeKey(home string) (*ecdsa.PrivateKey, error) { return ReadHexKey(BridgeKeyFile(home)) }
 
 // GenerateTestnet writes validator homes that share one genesis and peer
 // with each other on loopback.
@@ -110,7 +98,7 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(OperatorKeyFile(home), []byte(hex.EncodeToString(crypto.FromECDSA(opKey))+"\n"), 0o600); err != nil {
+		if err := WriteHexKey(OperatorKeyFile(home), opKey); err != nil {
 			return nil, err
 		}
 		op := crypto.PubkeyToAddress(opKey.PublicKey)
@@ -127,7 +115,7 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(BridgeKeyFile(home), []byte(hex.EncodeToString(crypto.FromECDSA(bk))+"\n"), 0o600); err != nil {
+			if err := WriteHexKey(BridgeKeyFile(home), bk); err != nil {
 				return nil, err
 			}
 			baddr := crypto.PubkeyToAddress(bk.PublicKey)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	"github.com/ethereum/go-ethereum/common"
@@ -203,21 +202,10 @@ command waits for that.`,
 			}
 			out := DepositOutput{Nonce: nonce, From: s.from.Address, Recipient: to, Amount: types.FormatAmount(amt)}
 			if wait, _ := cmd.Flags().GetBool("wait"); wait {
-				for {
-					b, err := s.c.Bridge(s.ctx)
-					if err != nil {
-						return err
-					}
-					if b.LastDeposit >= nonce {
-						out.Credited = true
-						break
-					}
-					select {
-					case <-s.ctx.Done():
-						return fmt.Errorf("deposit %d is on Ethereum but not credited yet (it needs a finalized block): check later with `ogpu query bridge`", nonce)
-					case <-time.After(500 * time.Millisecond):
-					}
+				if err := ethbridge.WaitCredited(s.ctx, s.c, nonce); err != nil {
+					return err
 				}
+				out.Credited = true
 			}
 			return output(cmd, out, func(w io.Writer) {
 				fmt.Fprintf(w, "deposit %d: %s locked on Ethereum for %s\n", nonce, out.Amount, to)

@@ -118,37 +118,6 @@ func gatewayFlagsFromConfig(cmd *cobra.Command) error {
 	return errors.Join(errs...)
 }
 
-// parseGatewayModels reads --model and --template.
-func parseGatewayModels(models, templates []string) ([]gateway.ModelConfig, error) {
-	var out []gateway.ModelConfig
-	index := map[string]int{}
-	for _, s := range models {
-		name, ref, ok := strings.Cut(s, "=")
-		if !ok {
-			ref, name = s, strings.TrimSuffix(filepath.Base(s), ".gguf")
-		}
-		mc := gateway.ModelConfig{Name: name}
-		if _, err := gateway.ParseModelHash(ref); err == nil && strings.HasPrefix(ref, "sha256:") {
-			mc.Model = ref
-		} else if st, err := os.Stat(ref); err == nil && !st.IsDir() {
-			mc.File = ref
-		} else {
-			return nil, fmt.Errorf("--model %q: want NAME=sha256:HEX, NAME=FILE.gguf or FILE.gguf (%s is neither a hash nor a file)", s, ref)
-		}
-		index[name] = len(out)
-		out = append(out, mc)
-	}
-	for _, s := range templates {
-		name, tmpl, ok := strings.Cut(s, "=")
-		i, known := index[name]
-		if !ok || !known {
-			return nil, fmt.Errorf("--template %q: want NAME=TEMPLATE for a NAME given with --model", s)
-		}
-		out[i].Template = tmpl
-	}
-	return out, nil
-}
-
 // gatewayConfig turns the flags into the gateway's literals.
 func gatewayConfig(cmd *cobra.Command) (gateway.Config, gateway.JobConfig, error) {
 	var cfg gateway.Config
@@ -174,7 +143,7 @@ func gatewayConfig(cmd *cobra.Command) (gateway.Config, gateway.JobConfig, error
 	cfg.CORSOrigins, _ = f.GetStringArray("cors-origin")
 	models, _ := f.GetStringArray("model")
 	templates, _ := f.GetStringArray("template")
-	if cfg.Models, err = parseGatewayModels(models, templates); err != nil {
+	if cfg.Models, err = gateway.ParseModelSpecs(models, templates); err != nil {
 		return cfg, jc, err
 	}
 	cfg.DefaultMaxTokens, _ = f.GetUint64("max-tokens")

@@ -6,11 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethereum/go-ethereum/ethclient"
-	"github.com/holiman/uint256"
 	"github.com/spf13/cobra"
 
-	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/node/ethbridge"
 
 	"github.com/ogpu-network/ogpu/genesis"
@@ -60,25 +57,19 @@ persistent peers between them on loopback ports. Start each with
 			}
 			o := node.TestnetOptions{Out: out, ChainID: chainID, Validators: n, Port: port, Commit: commit, Genesis: doc}
 			ethRPC, _ := cmd.Flags().GetString("bridge-eth-rpc")
-			var launch *ethbridge.Launch
+			launched := func() *ethbridge.Launch { return nil }
 			if ethRPC != "" {
 				keyFile, _ := cmd.Flags().GetString("bridge-deployer-key")
-				key, err := readHexKey(keyFile)
+				key, err := node.ReadHexKey(keyFile)
 				if err != nil {
 					return fmt.Errorf("--bridge-deployer-key: %w", err)
 				}
-				eth, err := ethclient.DialContext(cmd.Context(), ethRPC)
+				hook, got, closeEth, err := ethbridge.TestnetLauncher(cmd.Context(), ethRPC, key, chainID)
 				if err != nil {
-					return fmt.Errorf("cannot reach the Ethereum node at %s: %w", ethRPC, err)
+					return err
 				}
-				defer eth.Close()
-				o.Bridge = func(vs *bridge.Valset, onAppChain *uint256.Int) (*genesis.BridgeParams, error) {
-					launch, err = ethbridge.LaunchBridge(cmd.Context(), eth, key, chainID, vs, onAppChain, ethbridge.DefaultLimits())
-					if err != nil {
-						return nil, err
-					}
-					return launch.Params, nil
-				}
+				defer closeEth()
+				o.Bridge, launched = hook, got
 			}
 			nodes, err := node.GenerateTestnet(o)
 			if err != nil {
@@ -86,7 +77,7 @@ persistent peers between them on loopback ports. Start each with
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "testnet %s: %d validators in %s\n", chainID, n, out)
-			if launch != nil {
+			if launch := launched(); launch != nil {
 				fmt.Fprintf(w, "bridge: token %s, bridge %s (block %d) on Ethereum chain %d; valset 0 of %d bridge keys; start each validator with --eth-rpc URL\n",
 					launch.Token, launch.Bridge, launch.Block, launch.Params.EthChainID, n)
 			}
