@@ -26,6 +26,25 @@ type SessionView struct {
 	// Phase is "open" (requests may be served: Height ≤ Expiry and not
 	// closed), "grace" (redemptions only), or "settled".
 	Phase string `json:"phase"`
+	// Disputes are the session's disputes, oldest first, each with its
+	// signed requests and receipts (a validator agent reads everything it
+	// judges from here).
+	Disputes []DisputeView `json:"disputes"`
+}
+
+// QuerySessionDispute is /session/ID/dispute/N, answered with a
+// DisputeView.
+const QuerySessionDispute = "/dispute/"
+
+// DisputeView is one dispute of a session: its record and, at the height
+// of the answer, the votes so far. Sealed lists the voters that sealed a
+// vote; Opened those that opened one, with their verdicts.
+type DisputeView struct {
+	*session.Dispute
+	Sealed []types.Address    `json:"sealed"`
+	Opened []session.OpenVote `json:"opened"`
+	// Height is the committed height the answer is from.
+	Height uint64 `json:"height"`
 }
 
 // sessionQuery answers /session/ID; ok is false for other paths.

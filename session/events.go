@@ -42,3 +42,64 @@ type EventSettled struct {
 }
 
 func (EventSettled) EventType() string { return "session_settled" }
+
+// EventDisputeOpened: a dispute of session receipts. Providers are the
+// accused (comma list), Seqs their receipts' seqs (comma list, receipt
+// order); Kind is audit, comparison or equivocation.
+type EventDisputeOpened struct {
+	Session   uint64        `event:"session,index"`
+	Dispute   uint64        `event:"dispute"`
+	Accuser   types.Address `event:"accuser,index"`
+	Providers []string      `event:"providers"`
+	Seqs      string        `event:"seqs"`
+	SealBy    uint64        `event:"seal_by"`
+	Deadline  uint64        `event:"deadline"`
+	Kind      string        `event:"kind"`
+}
+
+func (EventDisputeOpened) EventType() string { return "session_dispute_opened" }
+
+type EventVoteSealed struct {
+	Session   uint64        `event:"session,index"`
+	Dispute   uint64        `event:"dispute"`
+	Validator types.Address `event:"validator,index"`
+}
+
+func (EventVoteSealed) EventType() string { return "session_vote_sealed" }
+
+type EventVoteOpened struct {
+	Session   uint64        `event:"session,index"`
+	Dispute   uint64        `event:"dispute"`
+	Validator types.Address `event:"validator,index"`
+	Verdict   uint64        `event:"verdict"`
+	Power     uint64        `event:"power"`
+}
+
+func (EventVoteOpened) EventType() string { return "session_vote_opened" }
+
+// EventDisputeDecided: how a dispute ended. Verdict is the mask (bit i:
+// receipt i invalid) or 255 (no data); Outcome says it in words.
+type EventDisputeDecided struct {
+	Session     uint64       `event:"session,index"`
+	Dispute     uint64       `event:"dispute"`
+	Verdict     uint64       `event:"verdict"`
+	Outcome     string       `event:"outcome"`
+	Slashed     *uint256.Int `event:"slashed"`
+	Compensated *uint256.Int `event:"compensated"`
+}
+
+func (EventDisputeDecided) EventType() string { return "session_dispute_decided" }
+
+// EventSlashed: a provider slashed for a wrong or equivocal receipt, or a
+// voter for a missed or contrary vote.
+type EventSlashed struct {
+	Session      uint64        `event:"session,index"`
+	Dispute      uint64        `event:"dispute"`
+	Account      types.Address `event:"account,index"`
+	Amount       *uint256.Int  `event:"amount"`
+	Compensation *uint256.Int  `event:"compensation"`
+	Burned       *uint256.Int  `event:"burned"`
+	Reason       string        `event:"reason"`
+}
+
+func (EventSlashed) EventType() string { return "session_slashed" }

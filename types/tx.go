@@ -175,6 +175,10 @@ const (
 	// Session leases (session).
 	MsgTypeRedeemVoucher MsgType = 25
 	MsgTypeCloseSession  MsgType = 26
+	// Session disputes (session).
+	MsgTypeDisputeSession  MsgType = 27
+	MsgTypeSealSessionVote MsgType = 28
+	MsgTypeOpenSessionVote MsgType = 29
 )
 
 // AddressLength is the length of an address in bytes.
