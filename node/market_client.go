@@ -100,3 +100,12 @@ func (c *Client) Session(ctx context.Context, id uint64) (*chain.SessionView, er
 	var v chain.SessionView
 	return &v, c.queryJSON(ctx, chain.QuerySession+strconv.FormatUint(id, 10), &v)
 }
+
+// SessionDispute returns dispute n of session id.
+func (c *Client) SessionDispute(ctx context.Context, id, n uint64) (*chain.DisputeView, error) {
+	var v chain.DisputeView
+	if err := c.queryJSON(ctx, fmt.Sprintf("%s%d%s%d", chain.QuerySession, id, chain.QuerySessionDispute, n), &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}

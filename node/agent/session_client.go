@@ -38,8 +38,8 @@ import (
 // never from a receipt's (S8). Each receipt is checked: signed by the
 // lane's provider, binding the request sent, the sha256 of the text
 // received and both counts. Receipts whose outputs differ between lanes
-// are reported (Completion.Mismatch); turning them into an on-chain
-// dispute is not built yet. Every voucher is written to the lane ledger
+// are reported (Completion.Mismatch) and Dispute takes them to the chain
+// (session_dispute.go). Every voucher is written to the lane ledger
 // before it is signed, and no voucher is ever signed below one signed
 // before on its lane.
 
@@ -72,7 +72,12 @@ type SessionClientConfig struct {
 	// LedgerDir keeps the lane ledgers (session-ID.json); "" keeps them
 	// in memory only.
 	LedgerDir string
-	Logger    *slog.Logger
+	// Evidence keeps the prompts and outputs of disputes this client
+	// opens and serves them to the validators judging them (shared by
+	// the clients of one host; nil: one in LedgerDir/evidence, served on
+	// the first dispute).
+	Evidence *Evidence
+	Logger   *slog.Logger
 }
 
 // SessionOrder is a session to buy.
@@ -109,6 +114,10 @@ type SessionClient struct {
 	viewAt time.Time
 	lanes  []*clientLane
 	ledger *sessionLedger
+
+	evOnce sync.Once
+	ev     *Evidence
+	evErr  error
 }
 
 // clientLane is the client's side of one lane.
@@ -349,9 +358,12 @@ type Completion struct {
 	// Lanes has one entry per lane asked.
 	Lanes []LaneCompletion
 	// Verified: at least two lanes returned verified receipts with the
-	// same output. Mismatch, if set, lists receipts whose outputs differ.
+	// same output. Mismatch, if set, lists receipts whose outputs differ
+	// (Dispute takes them to the chain).
 	Verified bool
 	Mismatch *OutputMismatch
+	// Prompt is the prompt sent (a dispute's evidence).
+	Prompt string
 }
 
 // LaneCompletion is one lane's part of a request.
@@ -363,6 +375,11 @@ type LaneCompletion struct {
 	Receipt    *session.Receipt
 	ReceiptSig []byte
 	Text       string
+	// Request is the signed request sent on the lane; Tokens the tokens
+	// received (a dispute's evidence).
+	Request    *session.Request
+	RequestSig []byte
+	Tokens     []int
 	// Charged is what this request added to the lane's cumulative;
 	// Cumulative the lane's voucher after it.
 	Charged, Cumulative *uint256.Int
@@ -370,8 +387,8 @@ type LaneCompletion struct {
 }
 
 // OutputMismatch reports lanes whose verified receipts for the same
-// request differ: one of the providers computed wrong (a dispute carrying
-// both receipts is the follow-up; it is not sent from here yet).
+// request differ: one of the providers computed wrong (SessionClient.Dispute
+// sends the dispute carrying both receipts).
 type OutputMismatch struct {
 	Session  uint64
 	Receipts []*session.Receipt
@@ -478,7 +495,9 @@ func (c *SessionClient) Complete(ctx context.Context, prompt string, maxTokens u
 	var errs []error
 	var best *laneRun
 	bestDiverged := false
+	out.Prompt = prompt
 	for i, r := range runs {
+		r.res.Tokens = r.toks
 		out.Lanes = append(out.Lanes, r.res)
 		out.Cost.Add(out.Cost, r.res.Charged)
 		if r.res.Err != nil {
@@ -581,6 +600,7 @@ func (c *SessionClient) runLane(ctx context.Context, i int, l *clientLane, promp
 		res.Err = err
 		return nil
 	}
+	res.Request, res.RequestSig = q, qsig
 	prepaid := addCharge(base, nIn, 0, pin, pout)
 	vouch, vsig, err := c.signVoucher(l.provider, seq, prepaid)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -109,6 +110,9 @@ type dispute struct {
 	// Input: an input check (input_check_opened), sealed until SealBy.
 	Input  bool
 	SealBy uint64
+	// Session: a session dispute (Job is the session, Dispute its number).
+	Session bool
+	Dispute uint64
 }
 
 // Run follows the chain until ctx ends and votes on disputes. The block
@@ -135,6 +139,15 @@ func (v *Validator) Run(ctx context.Context) error {
 			}
 		}
 		v.queueInputChecks(pool, b.Events)
+		for _, e := range node.EventsOf[session.EventDisputeOpened](b.Events) {
+			if e.Kind == session.KindEquivocation {
+				continue // decided in its transaction
+			}
+			if !pool.submit(dispute{Job: e.Session, Dispute: e.Dispute, Session: true, Deadline: e.Deadline, SealBy: e.SealBy}) {
+				v.Logger.Error("dispute backlog full: not checking this session dispute", "session", e.Session, "dispute", e.Dispute,
+					"hint", "raise the validator's workers or backlog")
+			}
+		}
 	}
 	pool.close()
 	v.canaryWait()
@@ -187,8 +200,12 @@ func cmp0(n, def int) int {
 // committed the dispute's last voting height, after which a vote would be
 // refused.
 func (v *Validator) handle(ctx context.Context, d dispute) {
-	if d.Input {
+	switch {
+	case d.Input:
 		v.handleInputCheck(ctx, d)
+		return
+	case d.Session:
+		v.handleSessionDispute(ctx, d)
 		return
 	}
 	dctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
@@ -261,8 +278,6 @@ func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16) e
 // of job. It is the one place a vote leaves the agent (a commit-reveal
 // vote replaces its body).
 func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, result types.Hash) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	// Votes are sealed first (hash of job, stage, result, salt, operator)
 	// and opened once every active validator has sealed or the sealing
 	// phase is over, so nobody can copy another's vote.
@@ -271,18 +286,26 @@ func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, resu
 		return err
 	}
 	seal := &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt, v.sender.Address())}
-	res, err := v.sender.Send(ctx, seal.Raw())
+	open := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}
+	return v.sealAndOpen(ctx, seal.Raw(), open.Raw(), fmt.Sprintf("job %d stage %d result %x", job, stage, result[:8]))
+}
+
+// sealAndOpen sends a sealed vote, then its opening, after the next block
+// for as long as the chain says the sealing phase is still on.
+func (v *Validator) sealAndOpen(ctx context.Context, seal, open types.RawMsg, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := v.sender.Send(ctx, seal)
 	if err != nil {
 		return fmt.Errorf("seal vote: %w", err)
 	}
-	v.Logger.Info("sealed vote", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
-	open := (&verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}).Raw()
+	v.Logger.Info("sealed vote", "on", what)
 	for h := res.Height; ; h++ {
 		_, err := v.sender.Send(ctx, open)
 		var te *node.TxError
 		switch {
 		case err == nil:
-			v.Logger.Info("opened vote", "job", job, "stage", stage, "result", fmt.Sprintf("%x", result[:8]))
+			v.Logger.Info("opened vote", "on", what)
 			return nil
 		case !errors.As(err, &te) || te.Code != types.ErrWrongPhase.Code:
 			return fmt.Errorf("open vote: %w", err)
