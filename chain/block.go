@@ -112,7 +112,7 @@ func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []
 	chainID := string(kv.Get(ChainIDKey()))
 	mk := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: chainID})
 	mk.EndBlock()
-	for _, s := range session.NewKeeper(session.Context{KV: kv, ChainID: chainID, Height: env.height, Events: evs}).EndBlock() {
+	for _, s := range session.NewKeeper(sessionContext(kv, env, evs)).EndBlock() {
 		mk.SessionSettled(s.ID, s.Paid, s.Refunded, s.FeePaid)
 	}
 	bridge.NewKeeper(bridge.Context{KV: kv, Params: p, ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: evs}).EndBlock()

@@ -52,16 +52,32 @@ func sessionQuery(snap *store.Snapshot, path string) (any, bool, error) {
 	if !strings.HasPrefix(path, QuerySession) {
 		return nil, false, nil
 	}
-	id, err := parseID(strings.TrimPrefix(path, QuerySession))
+	rest := strings.TrimPrefix(path, QuerySession)
+	idPart, disputePart, isDispute := strings.Cut(rest, QuerySessionDispute)
+	id, err := parseID(idPart)
 	if err != nil {
-		return nil, true, types.ErrBadQuery.Wrapf("session id %q: want a number", strings.TrimPrefix(path, QuerySession))
+		return nil, true, types.ErrBadQuery.Wrapf("session id %q: want a number (/session/ID or /session/ID/dispute/N)", idPart)
 	}
 	s, ok := session.Get(snap, id)
 	if !ok {
 		return nil, true, types.ErrNotFound.Wrapf("session %d does not exist (a session job opens its session at the auction's close; ogpu query job %d says where it is)", id, id)
 	}
 	h := uint64(snap.Version())
-	v := SessionView{Session: s, Due: s.Due(), Height: h, Phase: "open"}
+	if isDispute {
+		n, err := parseID(disputePart)
+		if err != nil {
+			return nil, true, types.ErrBadQuery.Wrapf("dispute number %q: want a number", disputePart)
+		}
+		d, ok := session.GetDispute(snap, id, n)
+		if !ok {
+			return nil, true, types.ErrNotFound.Wrapf("session %d has no dispute %d (it has %d)", id, n, s.NextDispute)
+		}
+		return disputeView(snap, d, h), true, nil
+	}
+	v := SessionView{Session: s, Due: s.Due(), Height: h, Phase: "open", Disputes: []DisputeView{}}
+	for _, d := range session.Disputes(snap, id) {
+		v.Disputes = append(v.Disputes, disputeView(snap, d, h))
+	}
 	switch {
 	case s.Settled:
 		v.Phase = "settled"
@@ -69,4 +85,8 @@ func sessionQuery(snap *store.Snapshot, path string) (any, bool, error) {
 		v.Phase = "grace"
 	}
 	return v, true, nil
+}
+
+func disputeView(snap *store.Snapshot, d *session.Dispute, h uint64) DisputeView {
+	return DisputeView{Dispute: d, Sealed: session.SealedVoters(snap, d.Session, d.Index), Opened: session.OpenedVotes(snap, d.Session, d.Index), Height: h}
 }

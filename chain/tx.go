@@ -147,11 +147,28 @@ func bridgeHandler(fn func(k *bridge.Keeper, from types.Address) error) handler 
 	}
 }
 
+// sessionContext is the session keeper's context: the chain's parameters,
+// and the market's provider records for a proven fraud (jail and
+// tombstone).
+func sessionContext(kv store.KV, env blockEnv, evs *types.Events) session.Context {
+	chainID, p := string(kv.Get(ChainIDKey())), getParams(kv)
+	return session.Context{KV: kv, ChainID: chainID, Height: env.height, Events: evs, Params: p,
+		Fraud: func(provider types.Address, reason string) {
+			market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: chainID}).SessionFraud(provider, reason)
+		}}
+}
+
+// disputeWork is a session dispute's: two secp256k1 recoveries (the
+// request's and the receipt's signatures) per receipt.
+func disputeWork(receipts int) genesis.MsgWork {
+	return genesis.MsgWork{Sigs: 2 * uint64(receipts)}
+}
+
 // sessionHandler adapts a session keeper method to a handler.
 func sessionHandler(fn func(k *session.Keeper, from types.Address) error) handler {
 	return func(kv store.KV, env blockEnv, from types.Address) ([]abci.Event, error) {
 		var evs types.Events
-		k := session.NewKeeper(session.Context{KV: kv, ChainID: string(kv.Get(ChainIDKey())), Height: env.height, Events: &evs})
+		k := session.NewKeeper(sessionContext(kv, env, &evs))
 		if err := fn(k, from); err != nil {
 			return nil, err
 		}
@@ -310,6 +327,19 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	case types.MsgTypeCloseSession:
 		return decode(m.Data, session.DecodeMsgCloseSession, func(msg *session.MsgCloseSession) handler {
 			return sessionHandler(func(k *session.Keeper, from types.Address) error { return k.Close(from, msg.Session) })
+		})
+	case types.MsgTypeDisputeSession:
+		return decode(m.Data, session.DecodeMsgDisputeSession, func(msg *session.MsgDisputeSession) handler {
+			*work = disputeWork(len(msg.Receipts))
+			return sessionHandler(func(k *session.Keeper, from types.Address) error { _, err := k.Dispute(from, msg); return err })
+		})
+	case types.MsgTypeSealSessionVote:
+		return decode(m.Data, session.DecodeMsgSealSessionVote, func(msg *session.MsgSealSessionVote) handler {
+			return sessionHandler(func(k *session.Keeper, from types.Address) error { return k.SealVote(from, msg) })
+		})
+	case types.MsgTypeOpenSessionVote:
+		return decode(m.Data, session.DecodeMsgOpenSessionVote, func(msg *session.MsgOpenSessionVote) handler {
+			return sessionHandler(func(k *session.Keeper, from types.Address) error { return k.OpenVote(from, msg) })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -220,6 +220,18 @@ func (k Keeper) Slash(addr types.Address, bps uint64, beneficiary types.Address,
 // stake it held could back what is punished (an equivocation at a past
 // height), so it is neither part of the base nor taken.
 func (k Keeper) SlashFrom(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, minMatures uint64) SlashResult {
+	return k.slash(addr, bps, beneficiary, compBps, nil, minMatures)
+}
+
+// SlashCapped is Slash paying the beneficiary at most maxComp (compBps of
+// the slash, or maxComp if less); the rest is burned. A session dispute
+// compensates a client at most the disproven request's charge
+// (protocol-threats rule 8).
+func (k Keeper) SlashCapped(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, maxComp *uint256.Int) SlashResult {
+	return k.slash(addr, bps, beneficiary, compBps, maxComp, 0)
+}
+
+func (k Keeper) slash(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, maxComp *uint256.Int, minMatures uint64) SlashResult {
 	bonded := k.Bonded(addr)
 	var unbondings []Unbonding
 	for _, u := range k.Unbondings(addr) {
@@ -256,6 +268,9 @@ func (k Keeper) SlashFrom(addr types.Address, bps uint64, beneficiary types.Addr
 	res := SlashResult{Slashed: amount, Compensation: new(uint256.Int), Burned: amount.Clone()}
 	if beneficiary != (types.Address{}) {
 		res.Compensation = MulBps(amount, compBps)
+		if maxComp != nil && res.Compensation.Gt(maxComp) {
+			res.Compensation = maxComp.Clone()
+		}
 		res.Burned.Sub(amount, res.Compensation)
 		if !res.Compensation.IsZero() {
 			k.add(beneficiary, res.Compensation)

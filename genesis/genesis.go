@@ -125,6 +125,9 @@ const (
 	// MaxWorkRedundancy is the largest max_redundancy (Validate): the
 	// bound of an award's slots and eligibility checks.
 	MaxWorkRedundancy = 64
+	// MaxWorkSigs bounds MsgWork.Sigs: a session dispute carries at most
+	// two requests and two receipts.
+	MaxWorkSigs = 4
 )
 
 // MsgWork is what one message makes the chain do beyond msg_gas; the zero
@@ -139,6 +142,12 @@ type MsgWork struct {
 	// stage_gas + max_redundancy × (slot_gas + an eligibility check of an
 	// earlier claim, MaxWorkMatches × match_gas). At most one counts.
 	Awards uint64
+	// Sigs is the secp256k1 recoveries a message makes beyond its
+	// transaction's own (a session dispute: its requests' and receipts'
+	// signatures), each charged like a bid's matching at the bound
+	// (MaxWorkMatches × match_gas ≈ tx_base_gas by default). At most
+	// MaxWorkSigs count.
+	Sigs uint64
 }
 
 // StakingParams govern bonded stake and validators.
@@ -218,7 +227,28 @@ type MarketParams struct {
 	// costs a farmer at least validator_fee_bps of it in validator fees.
 	// Nil is no minimum.
 	MinReputationPayment *uint256.Int `json:"min_reputation_payment" rlp:"optional"`
+	// SessionDisputeBond is what the accuser of a session dispute locks
+	// (protocol-threats S12, S19): returned when a receipt is proven wrong
+	// or the validators reach no majority, paid to the fee pool when every
+	// receipt is valid or the data was not available.
+	SessionDisputeBond *uint256.Int `json:"session_dispute_bond" rlp:"optional"`
+	// SessionReservationBps (S21) of each session lane's budget per 1,000
+	// session blocks is paid to the lane's provider at the award, out of
+	// the lane's budget, whether or not the client sends a request: a
+	// client pays to keep r providers warm. At most 50 (half a budget at
+	// the longest session, market.MaxSessionBlocks).
+	SessionReservationBps uint64 `json:"session_reservation_bps" rlp:"optional"`
+	// SessionLaneCapBps (S22) of a provider's bonded stake bounds the
+	// budgets of its lanes in sessions not yet settled: at an auction's
+	// close, a session bidder whose open budgets plus the new lane pass it
+	// is not eligible. 0 is no cap.
+	SessionLaneCapBps uint64 `json:"session_lane_cap_bps" rlp:"optional"`
 }
+
+// MaxSessionReservationBps bounds params.market.session_reservation_bps:
+// at the longest session (100,000 blocks) the reservation fee is then at
+// most half of a lane's budget.
+const MaxSessionReservationBps = 50
 
 // DefaultStakingParams: three weeks of one-second blocks would be a real
 // network's unbonding period; the default is sized to the job bound.
@@ -257,6 +287,16 @@ func DefaultMarketParams() MarketParams {
 		MaxDeadlineWork:    50_000,
 		// The bid deposit's scale: a job worth less earns no reputation.
 		MinReputationPayment: types.OGPU(1),
+		// Ten times the bid deposit: a dismissed dispute pays the
+		// validators' fetching and judging (S19: bond ≥ D_v).
+		SessionDisputeBond: types.OGPU(10),
+		// 0.1% of a lane's budget per 1,000 blocks: 10% at the longest
+		// session (100,000 blocks).
+		SessionReservationBps: 10,
+		// κ = f at the default fraud slash: the budgets a provider can
+		// cheat on at once are at most what one fraud slash takes (S22,
+		// docs/economics.md limit 2).
+		SessionLaneCapBps: 5_000,
 	}
 }
 
@@ -337,6 +377,12 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.max_deadline_work = %d: want at least 1 + max_stages (%d), one job's deadline", p.MaxDeadlineWork, 1+p.MaxStages)
 	case p.DisputeBlocks < 2:
 		return fmt.Errorf("params.market.dispute_blocks = %d: a vote needs at least 2 blocks (seal, then open)", p.DisputeBlocks)
+	case p.SessionDisputeBond == nil || p.SessionDisputeBond.IsZero() || p.SessionDisputeBond.Gt(types.MaxSupply):
+		return fmt.Errorf("params.market.session_dispute_bond must be positive (e.g. 10ogpu): a free dispute would let anyone load the validators")
+	case p.SessionReservationBps > MaxSessionReservationBps:
+		return fmt.Errorf("params.market.session_reservation_bps = %d: want 0..%d (at most half a lane's budget at the longest session)", p.SessionReservationBps, MaxSessionReservationBps)
+	case p.SessionLaneCapBps > 1_000_000:
+		return fmt.Errorf("params.market.session_lane_cap_bps = %d: want 0 (no cap) .. 1000000 (100 × the stake)", p.SessionLaneCapBps)
 	}
 	return nil
 }
@@ -398,7 +444,7 @@ func (p Params) Validate() error {
 	// each: below 2^45) times one
 	// message per byte (2^22) stays below 2^67 only if checked: do so.
 	if p.Market.MaxStages <= 1024 && p.Market.MaxRedundancy <= 64 {
-		heaviest := p.workGas(MsgWork{Stages: p.Market.MaxStages, Slots: p.Market.MaxStages * p.Market.MaxRedundancy, Requirements: MaxWorkRequirements, Matches: MaxWorkMatches, Awards: 1})
+		heaviest := p.workGas(MsgWork{Stages: p.Market.MaxStages, Slots: p.Market.MaxStages * p.Market.MaxRedundancy, Requirements: MaxWorkRequirements, Matches: MaxWorkMatches, Awards: 1, Sigs: MaxWorkSigs})
 		hi, lo := bits.Mul64(p.MaxTxBytes, heaviest)
 		if total, carry := bits.Add64(lo, p.TxBaseGas+p.MaxTxBytes*p.TxByteGas, 0); hi != 0 || carry != 0 || total > math.MaxInt64 {
 			return fmt.Errorf("params.work_gas: the gas of the largest transaction overflows")
@@ -447,7 +493,7 @@ func (p Params) workGas(w MsgWork) uint64 {
 	award := p.WorkGas.StageGas + min(p.Market.MaxRedundancy, MaxWorkRedundancy)*(p.WorkGas.SlotGas+MaxWorkMatches*p.WorkGas.MatchGas)
 	return p.MsgGas + stages*p.WorkGas.StageGas + slots*p.WorkGas.SlotGas +
 		min(w.Requirements, MaxWorkRequirements)*p.WorkGas.RequirementGas + min(w.Matches, MaxWorkMatches)*p.WorkGas.MatchGas +
-		min(w.Awards, 1)*award
+		min(w.Awards, 1)*award + min(w.Sigs, MaxWorkSigs)*MaxWorkMatches*p.WorkGas.MatchGas
 }
 
 // RequiredFee is Gas(size, work) * MinGasPrice.

@@ -194,6 +194,13 @@ func (k *Keeper) UnjailProvider(from types.Address) error {
 	return nil
 }
 
+// SessionFraud punishes a provider proven to have signed a wrong or
+// equivocal session receipt (package session slashed it): jailed and
+// tombstoned like a job fraud.
+func (k *Keeper) SessionFraud(addr types.Address, reason string) {
+	k.jailProvider(addr, k.ctx.Height+k.p.ProviderJailBlocks, true, reason)
+}
+
 func (k *Keeper) jailProvider(addr types.Address, until uint64, tombstone bool, reason string) {
 	p, ok := k.GetProvider(addr)
 	if !ok {
@@ -242,6 +249,9 @@ func Eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr typ
 	}
 	if miss := MatchAll(j.Req.Attributes, p.Attributes); miss != "" {
 		return types.ErrNotEligible.Wrapf("provider %s has no attribute matching %q", addr, miss)
+	}
+	if j.Kind == KindSession && j.Session != nil {
+		return laneCap(r, params, addr, j)
 	}
 	return nil
 }

@@ -811,7 +811,15 @@ func EscrowInvariant(r store.KV) error {
 		var j Job
 		decode(value, &j, "job")
 		want := new(uint256.Int)
+		var sess *session.Session
+		if j.Kind == KindSession {
+			sess, _ = session.Get(r, j.ID)
+		}
 		switch {
+		case sess != nil:
+			// The session's lanes and fee reserve while it runs, and its
+			// open dispute bonds, which may outlive it (package session).
+			want = sess.Owed()
 		case !j.State.Open():
 		case j.State == JobBidding || j.State == JobRevealing:
 			// A pool task filled at its r-th claim keeps r × cap (its
@@ -821,11 +829,6 @@ func EscrowInvariant(r store.KV) error {
 				if depositHeld(r, j.ID, &b) {
 					want.Add(want, b.Deposit)
 				}
-			}
-		case j.Kind == KindSession:
-			// The running session's lanes and fee reserve (package session).
-			if s, ok := session.Get(r, j.ID); ok {
-				want = s.Owed()
 			}
 		default:
 			if !j.FeePaid {

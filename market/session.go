@@ -5,7 +5,10 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/session"
+	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -84,10 +87,16 @@ func (k *Keeper) openSession(j *Job, a stageAward) {
 	}
 	s := &session.Session{ID: j.ID, Client: j.Client, PriceOut: a.price.Clone(),
 		PriceIn: new(uint256.Int).Div(new(uint256.Int).Mul(a.price, uint256.NewInt(t.InputPriceBps)), uint256.NewInt(10_000)),
-		Expiry:  k.ctx.Height + t.Blocks, Grace: t.Grace, Fee: fee, FeeBps: k.p.ValidatorFeeBps}
+		Expiry:  k.ctx.Height + t.Blocks, Grace: t.Grace, Fee: fee, FeeBps: k.p.ValidatorFeeBps,
+		Reservation: ReservationFee(k.p, t)}
 	names := make([]string, n)
 	for i, w := range a.winners {
-		s.Lanes = append(s.Lanes, session.Lane{Provider: w.provider, Budget: t.Budget.Clone()})
+		// The reservation (S21) is paid now, out of the lane's budget.
+		if !s.Reservation.IsZero() {
+			k.esc.Release(j.ID, w.provider, s.Reservation)
+			j.Paid.Add(j.Paid, s.Reservation)
+		}
+		s.Lanes = append(s.Lanes, session.Lane{Provider: w.provider, Budget: new(uint256.Int).Sub(t.Budget, s.Reservation)})
 		k.kv.Set(byProviderKey(w.provider, j.ID), present)
 		names[i] = w.provider.Hex()
 	}
@@ -127,6 +136,41 @@ func (k *Keeper) checkSessionLife(m *MsgPostJob) error {
 	if life := t.Blocks + t.Grace + k.p.DisputeBlocks; life >= k.ctx.Params.Staking.UnbondingBlocks {
 		return types.ErrInvalidMsg.Wrapf("post-job: session blocks + grace + %d dispute blocks = %d must stay below unbonding_blocks (%d), so that the providers' stake answers for the whole session",
 			k.p.DisputeBlocks, life, k.ctx.Params.Staking.UnbondingBlocks)
+	}
+	return nil
+}
+
+// ReservationFee is what each lane's provider is paid at the award for
+// keeping its model loaded for the session (S21): session_reservation_bps
+// of the lane's budget per 1,000 session blocks, rounded down. Genesis
+// bounds the rate (at most 50) and the market the blocks (at most
+// MaxSessionBlocks), so it is at most half the budget. A client that
+// never sends a request still pays it; one that does pays it on top of
+// its vouchers, which draw on what is left of the budget. It goes to the
+// providers, not to the fee pool: they bear the cost of capacity they
+// cannot sell elsewhere, and the validators do no work for it.
+func ReservationFee(p genesis.MarketParams, t *SessionTerms) *uint256.Int {
+	fee := new(uint256.Int).Mul(t.Budget, uint256.NewInt(p.SessionReservationBps))
+	fee.Mul(fee, uint256.NewInt(t.Blocks))
+	return fee.Div(fee, uint256.NewInt(10_000*1_000))
+}
+
+// laneCap refuses a session bidder whose lane budgets in unsettled
+// sessions, plus the lane this job would give it, pass
+// session_lane_cap_bps of its bonded stake (S22: a provider can cheat on
+// at most that much at once before a dispute lands; docs/economics.md
+// limit 2).
+func laneCap(r store.KV, params genesis.Params, addr types.Address, j *Job) error {
+	bps := params.Market.SessionLaneCapBps
+	if bps == 0 {
+		return nil
+	}
+	bonded := escrow.NewKeeper(r).Bonded(addr)
+	limit := escrow.MulBps(bonded, bps)
+	open := session.OpenBudget(r, addr)
+	if want := new(uint256.Int).Add(open, j.Session.Budget); want.Gt(limit) {
+		return types.ErrNotEligible.Wrapf("provider %s holds %s of lane budgets in open sessions; session %d's lane of %s would pass its cap of %s (session_lane_cap_bps %d of %s bonded): bond more or wait for a session to settle",
+			addr, types.FormatAmount(open), j.ID, types.FormatAmount(j.Session.Budget), types.FormatAmount(limit), bps, types.FormatAmount(bonded))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -31,6 +32,15 @@ import (
 const (
 	prefixSession  byte = 0x50 // 0x50 | id(8) -> rlp(Session)
 	prefixSchedule byte = 0x51 // 0x51 | height(8) | id(8) -> 0x01: refund due at height
+	// Disputes (dispute.go).
+	prefixDispute    byte = 0x52 // 0x52 | session(8) | index(8) -> rlp(Dispute)
+	prefixDisputeDue byte = 0x53 // 0x53 | deadline(8) | session(8) | index(8) -> 0x01: votes end at height
+	prefixAccused    byte = 0x54 // 0x54 | session(8) | provider(20) | seq(8) | accuser(20) -> index(8): receipts each party disputed
+	prefixConvicted  byte = 0x55 // 0x55 | session(8) | provider(20) | seq(8) -> index(8): receipts proven wrong or equivocal
+	prefixSealed     byte = 0x56 // 0x56 | session(8) | index(8) | validator(20) -> commitment(32)
+	prefixOpened     byte = 0x57 // 0x57 | session(8) | index(8) | validator(20) -> verdict(1)
+	// Lane caps (S22).
+	prefixOpenBudget byte = 0x58 // 0x58 | provider(20) -> uint256: budgets of its lanes in unsettled sessions
 )
 
 // MaxSettlePerBlock bounds the sessions one end-block settles; the rest
@@ -63,6 +73,23 @@ type Session struct {
 	FeePaid *uint256.Int `json:"fee_paid"`
 	Closed  bool         `json:"closed"`
 	Settled bool         `json:"settled"`
+	// Reservation is what each lane's provider was paid at the award,
+	// out of its budget, for keeping the model warm (S21; Budget is what
+	// is left for vouchers).
+	Reservation *uint256.Int `json:"reservation" rlp:"optional"`
+	// NextDispute numbers the session's disputes; OpenDisputes are those
+	// still voting, whose Bonds the escrow holds beside the lanes.
+	NextDispute  uint64       `json:"next_dispute" rlp:"optional"`
+	OpenDisputes uint64       `json:"open_disputes" rlp:"optional"`
+	Bonds        *uint256.Int `json:"bonds" rlp:"optional"`
+}
+
+// bonds is s.Bonds, nil as zero.
+func (s *Session) bonds() *uint256.Int {
+	if s.Bonds == nil {
+		return new(uint256.Int)
+	}
+	return s.Bonds
 }
 
 // Due is the height the end-block refunds the session at.
@@ -79,8 +106,15 @@ func (s *Session) Lane(provider types.Address) (*Lane, bool) {
 }
 
 // Owed is what the session's escrow must hold: every lane's unpaid budget
-// and the fee reserve (nothing once settled).
+// and the fee reserve (until it settles), and the bonds of its open
+// disputes (which may outlive the refund).
 func (s *Session) Owed() *uint256.Int {
+	return new(uint256.Int).Add(s.unspent(), s.bonds())
+}
+
+// unspent is what the settlement refunds: the lanes' unpaid budgets and
+// the fee reserve (nothing once settled).
+func (s *Session) unspent() *uint256.Int {
 	out := new(uint256.Int)
 	if s.Settled {
 		return out
@@ -97,6 +131,14 @@ type Context struct {
 	ChainID string
 	Height  uint64
 	Events  *types.Events
+	// Params are the chain's parameters: disputes read the market's
+	// (dispute_blocks, slashes, the bond) and staking's (validator power).
+	Params genesis.Params
+	// Fraud, if set, records that provider was proven to have signed a
+	// wrong or equivocal receipt: the market jails and tombstones it like
+	// a job fraud (package market owns provider records and imports this
+	// one, so it is handed in).
+	Fraud func(provider types.Address, reason string)
 }
 
 // Keeper runs the lane rules. Its methods either succeed completely or
@@ -160,6 +202,9 @@ func (k *Keeper) Open(s *Session) error {
 	}
 	k.set(s)
 	k.ctx.KV.Set(scheduleKey(s.Due(), s.ID), []byte{1})
+	for _, l := range s.Lanes {
+		k.addOpenBudget(l.Provider, l.Budget, true)
+	}
 	k.ctx.Events.Emit(EventOpened{Session: s.ID, Client: s.Client, Lanes: uint64(len(s.Lanes)), PriceIn: s.PriceIn, PriceOut: s.PriceOut, Expiry: s.Expiry})
 	return nil
 }
@@ -242,9 +287,12 @@ type Settled struct {
 	Paid, Refunded, FeePaid *uint256.Int
 }
 
-// EndBlock refunds the sessions due at or before this height, at most
-// MaxSettlePerBlock of them (oldest first; the rest next block).
+// EndBlock decides the session disputes whose votes ended (at most
+// MaxDisputesPerBlock), then refunds the sessions due at or before this
+// height, at most MaxSettlePerBlock of them (oldest first; the rest next
+// block).
 func (k *Keeper) EndBlock() []Settled {
+	k.endDisputes()
 	var out []Settled
 	var due [][]byte
 	end := append([]byte{prefixSchedule}, be64(k.ctx.Height+1)...)
@@ -258,9 +306,12 @@ func (k *Keeper) EndBlock() []Settled {
 		if !ok || s.Settled {
 			continue
 		}
-		refund := s.Owed()
+		refund := s.unspent()
 		if !refund.IsZero() {
 			k.esc.Release(s.ID, s.Client, refund)
+		}
+		for _, l := range s.Lanes {
+			k.addOpenBudget(l.Provider, l.Budget, false)
 		}
 		s.Settled = true
 		k.set(s)
@@ -274,16 +325,30 @@ func (k *Keeper) EndBlock() []Settled {
 	return out
 }
 
-// Invariant checks every open session's escrow against its lanes and its
-// lanes' sanity (paid never above budget).
+// Invariant checks every session's escrow against its lanes, fee reserve
+// and open dispute bonds, its lanes' sanity (paid never above budget), its
+// open disputes (each counted, its bond counted, its deadline queued), and
+// every provider's open lane budget (S22) against the unsettled sessions.
 func Invariant(r store.KV) error {
 	esc := escrow.NewKeeper(r)
 	var bad error
+	open := map[types.Address]*uint256.Int{} // looked up only, never ranged over
 	store.IteratePrefix(r, []byte{prefixSession}, func(_, value []byte) bool {
 		var s Session
 		if err := rlp.DecodeBytes(value, &s); err != nil {
 			bad = err
 			return true
+		}
+		if bad = disputeInvariant(r, &s); bad != nil {
+			return true
+		}
+		if !s.Settled {
+			for _, l := range s.Lanes {
+				if open[l.Provider] == nil {
+					open[l.Provider] = new(uint256.Int)
+				}
+				open[l.Provider].Add(open[l.Provider], l.Budget)
+			}
 		}
 		for _, l := range s.Lanes {
 			if l.Paid.Gt(l.Budget) {
@@ -297,5 +362,47 @@ func Invariant(r store.KV) error {
 		}
 		return false
 	})
+	if bad != nil {
+		return bad
+	}
+	seen := 0
+	store.IteratePrefix(r, []byte{prefixOpenBudget}, func(key, value []byte) bool {
+		p := types.BytesToAddress(key[1:])
+		if want := open[p]; want == nil || !want.Eq(new(uint256.Int).SetBytes(value)) {
+			bad = fmt.Errorf("session invariant broken: provider %s's open lane budget is recorded as %s, its unsettled lanes hold %v", p, new(uint256.Int).SetBytes(value).Dec(), want)
+			return true
+		}
+		seen++
+		return false
+	})
+	if bad == nil && seen != len(open) {
+		bad = fmt.Errorf("session invariant broken: %d providers hold lanes in unsettled sessions, %d open lane budgets are recorded", len(open), seen)
+	}
 	return bad
+}
+
+// disputeInvariant checks s's disputes: numbered 0..NextDispute-1, the
+// open ones counted in OpenDisputes, their bonds summing to Bonds, each
+// with its deadline queued; a decided one holds no bond in the session.
+func disputeInvariant(r store.KV, s *Session) error {
+	var n, open uint64
+	bonds := new(uint256.Int)
+	for _, d := range Disputes(r, s.ID) {
+		if d.Index != n {
+			return fmt.Errorf("session invariant broken: session %d dispute %d found where %d was expected", s.ID, d.Index, n)
+		}
+		n++
+		if d.Status == DisputeOpen {
+			open++
+			bonds.Add(bonds, d.Bond)
+			if r.Get(disputeDueKey(d.Deadline, s.ID, d.Index)) == nil {
+				return fmt.Errorf("session invariant broken: session %d dispute %d is open without its deadline %d queued", s.ID, d.Index, d.Deadline)
+			}
+		}
+	}
+	if n != s.NextDispute || open != s.OpenDisputes || !bonds.Eq(s.bonds()) {
+		return fmt.Errorf("session invariant broken: session %d counts %d disputes (%d open, bonds %s), the store holds %d (%d open, bonds %s)",
+			s.ID, s.NextDispute, s.OpenDisputes, s.bonds().Dec(), n, open, bonds.Dec())
+	}
+	return nil
 }
