@@ -133,6 +133,7 @@ func TestSessionLiarSlashed(t *testing.T) {
 	if !after.Eq(want) {
 		t.Fatalf("client balance %s, want %s + %s compensation − %s fees (the bond back) = %s", after, before, dec.Compensated, fees, want)
 	}
+	t.Logf("liar slashed %s, client compensated %s (request charge %s), verdict %b: %s", types.FormatAmount(dec.Slashed), types.FormatAmount(dec.Compensated), types.FormatAmount(cap), dec.Verdict, dec.Outcome)
 	n.supplyIsCap()
 }
 
