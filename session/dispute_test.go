@@ -322,10 +322,16 @@ func TestDisputeOutcomesWithoutFault(t *testing.T) {
 		{"valid", []*uint8{v8(0), v8(0), v8(0)}, DisputeDecided, true, []bool{false, false, false}},
 		{"no data", []*uint8{v8(VerdictNoData), v8(VerdictNoData), v8(0)}, DisputeDismissed, true, []bool{false, false, true}},
 		{"no majority", []*uint8{v8(1), v8(0), nil}, DisputeUnresolved, false, []bool{false, false, true}},
+		// Validator 2 jailed before the opening: two voters, and half of
+		// the power is not a majority.
+		{"half", []*uint8{v8(1), v8(0)}, DisputeUnresolved, false, []bool{false, false, false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDisputes(t)
 			esc := escrow.NewKeeper(e.kv)
+			if c.name == "half" {
+				esc.Jail(e.vals[2].addr, 1000, false)
+			}
 			clientBefore, poolBefore := esc.Balance(e.client.addr).Clone(), esc.FeePool().Clone()
 			d, err := e.keeper().Dispute(e.client.addr, e.audit(e.a, 1, "out"))
 			if err != nil {
