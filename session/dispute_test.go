@@ -198,8 +198,10 @@ func TestDisputeShape(t *testing.T) {
 	e := newDisputes(t)
 	good := e.audit(e.a, 1, "x")
 	for name, mut := range map[string]func(m *MsgDisputeSession){
-		"no receipt":      func(m *MsgDisputeSession) { m.Receipts, m.Requests = nil, nil },
-		"three receipts":  func(m *MsgDisputeSession) { m.Receipts, m.Requests = append(m.Receipts, m.Receipts[0], m.Receipts[0]), append(m.Requests, m.Requests[0], m.Requests[0]) },
+		"no receipt": func(m *MsgDisputeSession) { m.Receipts, m.Requests = nil, nil },
+		"three receipts": func(m *MsgDisputeSession) {
+			m.Receipts, m.Requests = append(m.Receipts, m.Receipts[0], m.Receipts[0]), append(m.Requests, m.Requests[0], m.Requests[0])
+		},
 		"missing request": func(m *MsgDisputeSession) { m.Requests = nil },
 		"no address":      func(m *MsgDisputeSession) { m.Addrs = nil },
 		"nine addresses":  func(m *MsgDisputeSession) { m.Addrs = make([]string, 9); fillAddrs(m.Addrs) },
