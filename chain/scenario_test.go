@@ -135,6 +135,8 @@ var requiredScenarios = []string{
 	// the attacks of security review 1, each also run by a test named
 	// after its finding (findings_test.go)
 	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
+	// session leases and their disputes (issue 14)
+	"session", "session_dispute", "session_caps",
 }
 
 func scenarioFiles(t *testing.T) []string {
