@@ -154,18 +154,17 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 //
-// Last changed by issue 11: the script moves no job, so the Seal in Job and
-// the new Task fields do not reach it; what changed is the params record
-// (key 0x00 0x01): the market params canary_blocks, canary_rate_bps,
-// vote_slash_bps, max_deadline_work and min_reputation_payment, and the
-// work gas params (M2).
+// Last changed by issue 14 (session disputes, AppVersion 4): the script
+// moves no job or session; what changed is the params record (key 0x00
+// 0x01): the market params session_dispute_bond, session_reservation_bps
+// and session_lane_cap_bps.
 var goldenHashes = []string{
-	"34269ee10d639cafc92a154213c81918eb9192fc03299461b7a5f085af191672",
-	"6aa0fc0f5ca6794ca4b7e13cbb8b85bbcf3fbfcebcb81f22eb1ea832a4620883",
-	"c0edbf66aa6c6f06bd2c3950780b3627b14c43c008b72db45212ecea0ee9e862",
-	"f6b09329d020d7324deb4fd4d949f692f6decdf212a5304a0fa1ca0bf79a0116",
-	"5f42d2f385b88779b9b1b9288f7a074c3912a49cac1b9b852bbb1614e0deca3a",
-	"3eda5820a8d45c58a3fb5c4c506fce6e30b0b1d0e7c3f7b0070693cbbb02fa86",
+	"24703a6a276e667c8f417b4e4eeb4b4c5226ac9d93a392991393f8ed2cad7787",
+	"40fe7755bc3313a82fb8afece3096381737a887e386f2edb59cb35e637dfd024",
+	"4aa3b35705942f10e0c3712bc10ce2b070b95b30b0376f72ef55381cf3ebe7c9",
+	"acaee57d6e960f01837118ee645f57407bb2dcac10f5438f89c9672406c4adda",
+	"83c2d7e4bdf3037f59a289fc9622e5e5f2e81897d5da0978597ef01bcd24dc57",
+	"a3e99d364642761aaa19463a108afd5e4f834f96e6fa9ede267b81c57560599f",
 }
 
 func runScript(t testing.TB) []string {

@@ -31,6 +31,7 @@ package chain
 //	expect active NAME true|false      escrow.IsActiveValidator
 //	expect reputation NAME SCORE
 //	expect job ID state STATE | expect job ID locked AMOUNT
+//	expect dispute SESSION N STATUS    open, decided, dismissed, equivocation, unresolved
 //	expect fee-pool AMOUNT | expect burned AMOUNT | expect height N
 //	expect event TYPE [KEY=VALUE...]   an event of the last block (values as printed)
 //	tiebreak JOB STAGE WORD NAME...    the auction tie-break order under block hash WORD,
@@ -67,6 +68,13 @@ package chain
 // provider of chain CHAIN (or of NAME's chain) of STAGE.
 // report-input: an assigned provider cannot get or use its input (REASON
 // 1 unavailable, 2 too long, 3 invalid).
+// Sessions: voucher SESSION PROVIDER CUMULATIVE SEQ [signer=NAME]
+// [chain=ID]; close-session SESSION; dispute-session SESSION PROVIDER SEQ
+// PROMPT OUTPUT NIN NOUT [a second receipt the same way] [req-signer=NAME]
+// [rcpt-signer=NAME] (requests signed by the session's client, receipts
+// by their provider, unless named); seal-svote SESSION DISPUTE VERDICT
+// and open-svote SESSION DISPUTE [VERDICT] (VERDICT: nodata or a mask of
+// the invalid receipts).
 // vote SEALS a validator's vote (MsgCommitVote); open-vote opens it
 // (MsgVoteDispute) with the word sealed unless one is given. WORD may be
 // available, bad or abstain (the input-check answers and an abstention,
@@ -127,6 +135,8 @@ var requiredScenarios = []string{
 	// the attacks of security review 1, each also run by a test named
 	// after its finding (findings_test.go)
 	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
+	// session leases and their disputes (issue 14)
+	"session", "session_dispute", "session_caps",
 }
 
 func scenarioFiles(t *testing.T) []string {
@@ -760,6 +770,26 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 			s.fatalf("sign: %v", err)
 		}
 		return (&session.MsgRedeemVoucher{Voucher: v, Sig: sig}).Raw()
+	case "dispute-session":
+		return s.disputeSession(pos, kv)
+	case "seal-svote":
+		s.need(pos, 3, "seal-svote SESSION DISPUTE VERDICT")
+		id, d := s.parseUint(pos[0]), s.parseUint(pos[1])
+		key := fmt.Sprintf("%s/s%d/%d", name, id, d)
+		s.votes[key] = pos[2]
+		return (&session.MsgSealSessionVote{Session: id, Dispute: d,
+			Commitment: session.SessionVoteCommitment(id, d, s.verdict(pos[2]), salt(name, "svote", id, d), from)}).Raw()
+	case "open-svote":
+		s.need(pos, 2, "open-svote SESSION DISPUTE [VERDICT]")
+		id, d := s.parseUint(pos[0]), s.parseUint(pos[1])
+		w := s.votes[fmt.Sprintf("%s/s%d/%d", name, id, d)]
+		if len(pos) > 2 {
+			w = pos[2]
+		}
+		if w == "" {
+			w = "0" // never sealed: the chain says so
+		}
+		return (&session.MsgOpenSessionVote{Session: id, Dispute: d, Verdict: s.verdict(w), Salt: salt(name, "svote", id, d)}).Raw()
 	case "close-session":
 		s.need(pos, 1, "close-session SESSION")
 		return (&session.MsgCloseSession{Session: s.parseUint(pos[0])}).Raw()
@@ -889,6 +919,61 @@ func (s *scenario) msg(name string, from types.Address, verb string, args []stri
 	}
 	s.fatalf("unknown tx verb %q", verb)
 	return types.RawMsg{}
+}
+
+// verdict reads a session vote: nodata, or a mask of the invalid receipts.
+func (s *scenario) verdict(w string) uint8 {
+	if w == "nodata" {
+		return session.VerdictNoData
+	}
+	n, err := strconv.ParseUint(w, 10, 8)
+	if err != nil {
+		s.fatalf("verdict %q: want nodata or a mask (0..3)", w)
+	}
+	return uint8(n)
+}
+
+// disputeSession builds a MsgDisputeSession: SESSION, then per receipt
+// PROVIDER SEQ PROMPT OUTPUT NIN NOUT (one or two receipts). The request
+// is signed by the session's client (req-signer=NAME: by NAME, a
+// forgery), the receipt by PROVIDER (rcpt-signer=NAME: by NAME).
+func (s *scenario) disputeSession(pos []string, kv map[string]string) types.RawMsg {
+	const usage = "dispute-session SESSION PROVIDER SEQ PROMPT OUTPUT NIN NOUT [PROVIDER SEQ PROMPT OUTPUT NIN NOUT] [req-signer=NAME] [rcpt-signer=NAME]"
+	if len(pos) != 7 && len(pos) != 13 {
+		s.fatalf("usage: %s", usage)
+	}
+	id := s.parseUint(pos[0])
+	reqSigner := ""
+	if sess, ok := session.Get(s.view(), id); ok {
+		reqSigner = s.nameOf(sess.Client)
+	}
+	if n, ok := kv["req-signer"]; ok {
+		reqSigner = n
+	}
+	if reqSigner == "" {
+		s.fatalf("session %d does not exist: give req-signer=NAME", id)
+	}
+	m := &session.MsgDisputeSession{Session: id, Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}}
+	for f := pos[1:]; len(f) >= 6; f = f[6:] {
+		q := session.Request{ChainID: testChainID, Session: id, Provider: s.addr(f[0]), Seq: s.parseUint(f[1]), Prompt: s.word(f[2]), MaxTokens: 256}
+		qsig, err := session.Sign(testKey(reqSigner), q.Hash())
+		if err != nil {
+			s.fatalf("sign: %v", err)
+		}
+		r := session.Receipt{ChainID: testChainID, Session: id, Provider: q.Provider, Seq: q.Seq, Request: q.Hash(), Output: s.word(f[3]),
+			NIn: s.parseUint(f[4]), NOut: s.parseUint(f[5])}
+		signer := f[0]
+		if n, ok := kv["rcpt-signer"]; ok {
+			signer = n
+		}
+		rsig, err := session.Sign(testKey(signer), r.Hash())
+		if err != nil {
+			s.fatalf("sign: %v", err)
+		}
+		m.Requests = append(m.Requests, session.SignedRequest{Request: q, Sig: qsig})
+		m.Receipts = append(m.Receipts, session.SignedReceipt{Receipt: r, Sig: rsig})
+	}
+	return m.Raw()
 }
 
 // chainOf is the replica chain (slot index) from holds in a split stage,
@@ -1161,6 +1246,15 @@ func (s *scenario) expect(f []string) {
 			s.expectAmount(fmt.Sprintf("escrow of job %d", j.ID), k.Locked(j.ID), f[3])
 		default:
 			s.fatalf("expect job ID state|locked ...")
+		}
+	case "dispute":
+		s.need(f, 4, "expect dispute SESSION N STATUS")
+		d, ok := session.GetDispute(kv, s.parseUint(f[1]), s.parseUint(f[2]))
+		switch {
+		case !ok:
+			s.failf("session %s has no dispute %s", f[1], f[2])
+		case d.Status.String() != f[3]:
+			s.failf("dispute %s of session %s is %s, want %s", f[2], f[1], d.Status, f[3])
 		}
 	case "fee-pool":
 		s.expectAmount("the fee pool", k.FeePool(), f[1])

@@ -18,7 +18,11 @@
 //   - signed.go: the off-chain objects (Request, Receipt, Voucher), their
 //     domain tags and signatures.
 //   - lanes.go: opening lanes, redemption, close, expiry and refund.
+//   - dispute.go: disputes over receipts (audits, comparisons,
+//     equivocations), their bonds, the validators' sealed verdicts, slashes
+//     and compensation; and each provider's open lane budget (lane caps).
 //
 // It is deterministic like escrow and market: it reads and writes a
-// store.KV and nothing else.
+// store.KV and nothing else (a proven fraud is handed to the market, which
+// owns provider records, through Context.Fraud).
 package session

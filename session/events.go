@@ -15,6 +15,8 @@ type EventOpened struct {
 	PriceIn  *uint256.Int  `event:"price_in"`
 	PriceOut *uint256.Int  `event:"price_out"`
 	Expiry   uint64        `event:"expiry"`
+	// Reservation is what each lane's provider was paid at the award (S21).
+	Reservation *uint256.Int `event:"reservation"`
 }
 
 func (EventOpened) EventType() string { return "session_opened" }

@@ -84,6 +84,14 @@ type Session struct {
 	Bonds        *uint256.Int `json:"bonds" rlp:"optional"`
 }
 
+// reservation is s.Reservation, nil as zero.
+func (s *Session) reservation() *uint256.Int {
+	if s.Reservation == nil {
+		return new(uint256.Int)
+	}
+	return s.Reservation
+}
+
 // bonds is s.Bonds, nil as zero.
 func (s *Session) bonds() *uint256.Int {
 	if s.Bonds == nil {
@@ -205,7 +213,7 @@ func (k *Keeper) Open(s *Session) error {
 	for _, l := range s.Lanes {
 		k.addOpenBudget(l.Provider, l.Budget, true)
 	}
-	k.ctx.Events.Emit(EventOpened{Session: s.ID, Client: s.Client, Lanes: uint64(len(s.Lanes)), PriceIn: s.PriceIn, PriceOut: s.PriceOut, Expiry: s.Expiry})
+	k.ctx.Events.Emit(EventOpened{Session: s.ID, Client: s.Client, Lanes: uint64(len(s.Lanes)), PriceIn: s.PriceIn, PriceOut: s.PriceOut, Expiry: s.Expiry, Reservation: s.reservation()})
 	return nil
 }
 

@@ -249,7 +249,9 @@ func TestSessionServesAndSettles(t *testing.T) {
 	if !end.FeePaid.Eq(feeShare) {
 		t.Errorf("the session paid %s to the fee pool, the redemptions' shares are %s", end.FeePaid, feeShare)
 	}
-	// The client locked 2 × budget and the fee reserve at the open.
+	// The client locked 2 × budget and the fee reserve at the open; the
+	// providers were paid the reservation out of the budgets then (S21):
+	// the lanes' budgets are what is left.
 	var open chain.SessionView
 	res, err := n.c.Query(n.ctx, chain.QuerySession+fmt.Sprint(sc.ID()), nil, hOpen, false)
 	if err == nil {
@@ -258,11 +260,11 @@ func TestSessionServesAndSettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRefund := new(uint256.Int).Add(new(uint256.Int).Mul(types.OGPU(10), uint256.NewInt(2)), open.Fee)
+	wantRefund := new(uint256.Int).Add(new(uint256.Int).Add(open.Lanes[0].Budget, open.Lanes[1].Budget), open.Fee)
 	wantRefund.Sub(wantRefund, paid)
 	wantRefund.Sub(wantRefund, feeShare)
 	if refunded == nil || !refunded.Eq(wantRefund) {
-		t.Errorf("refunded %v, want 2 × 10ogpu + %s reserve − %s paid − %s fees = %s", refunded, open.Fee, paid, feeShare, wantRefund)
+		t.Errorf("refunded %v, want 2 lane budgets + %s reserve − %s paid − %s fees = %s", refunded, open.Fee, paid, feeShare, wantRefund)
 	}
 	gotClient := new(uint256.Int).Add(n.balanceAt(client, hEnd), or0(fees[client]))
 	gotClient.Sub(gotClient, n.balanceAt(client, hOpen))
@@ -468,8 +470,9 @@ func TestSessionAttacks(t *testing.T) {
 	if h := before[honest.agent.Address()]; h.Gt(most) {
 		most = h
 	}
-	if left := sc.Remaining(); !left.Eq(new(uint256.Int).Sub(types.OGPU(3), most)) {
-		t.Fatalf("remaining %s: want the least a lane has left of its 3ogpu (signed %v)", left, before)
+	// A lane's budget is 3ogpu less the reservation paid at the award (S21).
+	if left := sc.Remaining(); !left.Eq(new(uint256.Int).Sub(v.Lanes[0].Budget, most)) {
+		t.Fatalf("remaining %s: want the least a lane has left of its %s (signed %v)", left, v.Lanes[0].Budget, before)
 	}
 	if _, err := sc.Complete(n.ctx, "Once upon a time", 400, nil); !errors.Is(err, ErrSessionBudget) {
 		t.Fatalf("max_tokens beyond the budget: %v, want %v", err, ErrSessionBudget)
