@@ -58,6 +58,8 @@ const (
 	CodeChain                = "chain_error"
 	CodeTimeout              = "timeout"
 	CodeShuttingDown         = "shutting_down"
+	CodeSessionFailed        = "session_failed"
+	CodeRequestTimeout       = "request_timeout"
 )
 
 func invalid(param, code, format string, a ...any) *Error {

@@ -75,9 +75,13 @@ func (r *recording) from(i int) (status int, h http.Header, chunks [][]byte, don
 }
 
 // replay writes the recording to w as it grows, until it is done or ctx
-// (the HTTP client) goes away; the work behind it goes on either way.
-func (r *recording) replay(ctx context.Context, w http.ResponseWriter) {
-	flusher, _ := w.(http.Flusher)
+// (the HTTP client) goes away, or a write stalls longer than stall (a
+// client that stopped reading: its connection is cut); the work behind it
+// goes on either way.
+func (r *recording) replay(ctx context.Context, w http.ResponseWriter, stall time.Duration) {
+	rc := http.NewResponseController(w)
+	// Deadlines bound writes only, never the wait between chunks.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	wrote := false
 	for i := 0; ; {
 		status, h, chunks, done, changed := r.from(i)
@@ -89,15 +93,19 @@ func (r *recording) replay(ctx context.Context, w http.ResponseWriter) {
 			wrote = true
 		}
 		if wrote {
-			for _, c := range chunks {
-				if _, err := w.Write(c); err != nil {
+			if len(chunks) > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(stall))
+				for _, c := range chunks {
+					if _, err := w.Write(c); err != nil {
+						return
+					}
+				}
+				if err := rc.Flush(); err != nil {
 					return
 				}
+				_ = rc.SetWriteDeadline(time.Time{})
 			}
 			i += len(chunks)
-			if len(chunks) > 0 && flusher != nil {
-				flusher.Flush()
-			}
 			if done {
 				return
 			}

@@ -272,7 +272,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 	if isRetry(r) || idem != "" {
 		if f := s.flights.join(key); f != nil {
 			s.log.Info("a retried request joins its first attempt instead of posting again", "route", route, "retry", r.Header.Get("X-Stainless-Retry-Count"))
-			f.rec.replay(r.Context(), w)
+			f.rec.replay(r.Context(), w, s.cfg.WriteTimeout)
 			return
 		}
 	}
@@ -297,7 +297,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 		defer release()
 		s.run(f, g, req, quote, resv)
 	}()
-	f.rec.replay(r.Context(), w)
+	f.rec.replay(r.Context(), w, s.cfg.WriteTimeout)
 }
 
 // admit checks that a provider serves the model, asks the backend for the
@@ -312,7 +312,7 @@ func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *re
 	if served[g.m.Hash] == 0 {
 		return nil, nil, nil, notFound(g.modelName, "no unjailed provider serves it")
 	}
-	req := &Request{Model: g.m.Hash, ModelSize: g.m.Size, Prompt: g.prompt, MaxTokens: g.maxTokens}
+	req := &Request{Model: g.m.Hash, ModelSize: g.m.Size, Prompt: g.prompt, MaxTokens: g.maxTokens, ModelFile: g.m.file}
 	if !g.estimated {
 		req.PromptTokens = g.promptTokens
 	}
@@ -326,10 +326,17 @@ func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *re
 	}
 	resv, err := s.ledger.reserve(quote)
 	if err != nil {
+		if a, ok := s.backend.(abandoner); ok {
+			a.abandon(req)
+		}
 		return nil, nil, nil, err.(*Error)
 	}
 	return req, quote, resv, nil
 }
+
+// abandoner is a backend that reserved something in Quote for a request
+// the server then refused (a spending cap).
+type abandoner interface{ abandon(req *Request) }
 
 // run does the work behind a flight and records its answer.
 func (s *Server) run(f *flight, g *gen, req *Request, quote *uint256.Int, resv *reservation) {
@@ -377,6 +384,9 @@ func (s *Server) classify(err error, d *Dispatch) *Error {
 	if d != nil {
 		c := *e
 		c.NoRetry = true
+		if d.Job == 0 && d.Session != "" && !strings.Contains(c.Message, "session "+d.Session) {
+			c.Message += fmt.Sprintf(" (session %s: what was generated is paid; do not resend the request)", d.Session)
+		}
 		if d.Job != 0 && !strings.Contains(c.Message, "/v1/ogpu/jobs/") {
 			c.Message += fmt.Sprintf(" (job %d was posted and is paid: GET /v1/ogpu/jobs/%d shows how it ends; do not resend the request)", d.Job, d.Job)
 		}

@@ -142,3 +142,14 @@ func (l *ledger) spent() (day string, spent *uint256.Int) {
 	l.rollover()
 	return l.state.Day, new(uint256.Int).Set(l.state.Spent)
 }
+
+// add counts amount, already spent outside any request (the transaction
+// fees of opening and closing sessions), in the day's total. It is never
+// refused: the money is gone; later requests see less budget left.
+func (l *ledger) add(amount *uint256.Int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollover()
+	l.state.Spent = new(uint256.Int).Add(l.state.Spent, amount)
+	_ = l.save()
+}
