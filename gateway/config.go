@@ -82,7 +82,7 @@ type Config struct {
 	// Idempotency-Key gets its answer.
 	BodyTimeout  time.Duration
 	WriteTimeout time.Duration
-	Logger          *slog.Logger
+	Logger       *slog.Logger
 }
 
 // ModelConfig names a model for clients.
