@@ -391,6 +391,12 @@ func (b *SessionBackend) pick(ctx context.Context, req *Request) (*warmSession, 
 			b.observe(ctx, w)
 		}
 		b.mu.Lock()
+		if ms.cur != nil && ms.next != nil && b.lowLocked(ms.cur) != "" {
+			// The next session is ready and the current one runs low:
+			// switch now; the old one closes when its requests end.
+			b.retireLocked(ms.cur)
+			ms.cur, ms.next = ms.next, nil
+		}
 		if w = ms.cur; w != nil {
 			need := laneCharge(nIn, req.MaxTokens, w.pin, w.pout)
 			switch why := b.unusableLocked(w, need); {
