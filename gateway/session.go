@@ -231,6 +231,7 @@ type warmSession struct {
 	height   uint64
 	heightAt time.Time
 	lanes    []agent.LaneInfo
+	born     int // lanes at the award (fewer than r if fewer providers bid)
 	reserved *uint256.Int // per-lane worst cases of requests admitted, not ended
 	inflight int
 	last     *uint256.Int // the per-lane worst case of the last request
@@ -503,8 +504,8 @@ func (b *SessionBackend) lowLocked(w *warmSession) string {
 		want.Mul(w.last, uint256.NewInt(b.cfg.RenewRequests))
 	}
 	switch {
-	case live < int(b.cfg.Redundancy):
-		return fmt.Sprintf("%d of %d lanes live", live, b.cfg.Redundancy)
+	case live < w.born:
+		return fmt.Sprintf("%d of its %d lanes live", live, w.born)
 	case left.Lt(want):
 		return fmt.Sprintf("%s left per lane, less than %d requests like the last", types.FormatAmount(left), b.cfg.RenewRequests)
 	case w.height+b.cfg.RenewBlocks >= w.expiry:
@@ -583,7 +584,7 @@ func (b *SessionBackend) open(ms *modelSessions) (*warmSession, error) {
 	}
 	v := sc.Session()
 	w := &warmSession{sc: sc, id: sc.ID(), pin: v.PriceIn.Clone(), pout: v.PriceOut.Clone(), feeBps: v.FeeBps, expiry: v.Expiry,
-		height: v.Height, heightAt: time.Now(), reserved: new(uint256.Int), lanes: sc.Lanes()}
+		height: v.Height, heightAt: time.Now(), reserved: new(uint256.Int), lanes: sc.Lanes(), born: len(v.Lanes)}
 	b.log.Info("session open", "session", w.id, "lanes", len(w.lanes), "price_out", types.FormatAmount(w.pout), "price_in", types.FormatAmount(w.pin),
 		"expiry", w.expiry, "took", time.Since(started).Round(time.Millisecond))
 	// The posting's transaction fee is spent for good.
@@ -843,7 +844,6 @@ func (b *SessionBackend) Close() {
 		return
 	}
 	b.closed = true
-	b.cancel()
 	for _, ms := range b.models {
 		for _, w := range []*warmSession{ms.cur, ms.next} {
 			if w != nil {
@@ -853,7 +853,11 @@ func (b *SessionBackend) Close() {
 		ms.cur, ms.next = nil, nil
 	}
 	b.mu.Unlock()
+	// An opening under way is let finish (within OpenTimeout): its
+	// transaction may be in a block already, and the session it opens is
+	// closed at once rather than left locking the budget until expiry.
 	b.wg.Wait()
+	b.cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ms := range b.models {

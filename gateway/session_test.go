@@ -402,3 +402,98 @@ func (n *testNet) txsOf(addr types.Address, from, to int64) int {
 	}
 	return c
 }
+
+// killer kills provider p (its agent and its host) the first time it is
+// called: a provider that dies mid-stream.
+func killer(p *testProvider) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.cancel()
+			_ = p.host.Close()
+		})
+	}
+}
+
+// atPiece calls f at the n-th streamed piece.
+func atPiece(n int, f func()) func(string) {
+	var seen atomic.Int64
+	return func(string) {
+		if seen.Add(1) == int64(n) {
+			f()
+		}
+	}
+}
+
+// TestGatewaySessionLaneDeath: providers die mid-stream. One lane's
+// provider dies at the third token: the other lane carries the stream to
+// a complete answer (unverified: one lane answered), and the gateway
+// opens the next session in the background (a lane is gone). Then the
+// last lane of the session dies mid-stream: the client gets a clear error
+// event and no [DONE], having paid only what the vouchers held; the broken
+// session is dropped, and the next request is served by another session
+// on the provider still alive. Nothing is charged twice: every answer's
+// lanes add up to the session clients' vouchers, and the day's ledger to
+// the answers plus the sessions' transaction fees, to the base unit.
+func TestGatewaySessionLaneDeath(t *testing.T) {
+	n := newTestNet(t, false)
+	p1 := n.provider("prov1", 40, false)
+	p2 := n.provider("prov2", 50, false)
+	p3 := n.provider("prov3", 60, false)
+	dir := t.TempDir()
+	g, tb := n.sessionGateway(n.config(dir), n.sessionConfig(dir), false)
+	me := n.client.Address()
+	book := newSessionBook(t)
+	body := with(storyChat, "stream", true, "max_tokens", 24)
+
+	// The reference answer, both lanes alive.
+	st, o := sessionStream(t, g.testGateway, body, nil)
+	if st.errCode != "" || !st.done || o == nil || !o.Verified {
+		t.Fatalf("first stream %+v ogpu %+v", st, o)
+	}
+	book.add("", o)
+	ref, first := st.text, o.Session
+	lanes := map[string]bool{}
+	for _, p := range o.Providers {
+		lanes[strings.ToLower(p)] = true
+	}
+	if !lanes[strings.ToLower(p1.agent.Address().Hex())] || !lanes[strings.ToLower(p2.agent.Address().Hex())] {
+		t.Fatalf("session lanes %v: want prov1 and prov2 (the cheapest)", o.Providers)
+	}
+
+	// prov1 dies at the third token: prov2 carries the stream.
+	tb.setTap(atPiece(3, killer(p1)))
+	st, o = sessionStream(t, g.testGateway, body, nil)
+	if st.errCode != "" || !st.done || st.text != ref || o == nil || o.Verified || o.Outcome != "one_lane" ||
+		len(o.Providers) != 1 || !strings.EqualFold(o.Providers[0], p2.agent.Address().Hex()) {
+		t.Fatalf("stream with prov1 dying: %+v ogpu %+v, want %q from prov2 alone", st, o, ref)
+	}
+	book.add(first, o)
+
+	// prov2, the last lane, dies at the third token: an error event, no
+	// [DONE].
+	tb.setTap(atPiece(3, killer(p2)))
+	st, o = sessionStream(t, g.testGateway, body, nil)
+	if st.errCode != CodeSessionFailed || st.done || !strings.HasPrefix(ref, st.text) || o == nil || o.Session != first {
+		t.Fatalf("stream with every lane dying: %+v ogpu %+v", st, o)
+	}
+	book.add(first, o)
+	tb.setTap(nil)
+
+	// The next request: another session, served by prov3 (and prov2's
+	// lane, if the session was bought before it died, fails).
+	st, o = sessionStream(t, g.testGateway, body, nil)
+	if st.errCode != "" || !st.done || st.text != ref || o == nil || o.Session == first {
+		t.Fatalf("the request after the session broke: %+v ogpu %+v", st, o)
+	}
+	if len(o.Providers) != 1 || !strings.EqualFold(o.Providers[0], p3.agent.Address().Hex()) {
+		t.Fatalf("served by %v, want prov3 alone", o.Providers)
+	}
+	book.add(o.Session, o)
+	book.check(g, n.feesOf(me))
+	g.stop()
+	_, spent := g.ledger.spent()
+	if want := new(uint256.Int).Add(book.charged, n.feesOf(me)); !spent.Eq(want) {
+		t.Fatalf("ledger %s, want the answers' %s plus the session transactions' fees", spent, book.charged)
+	}
+}
