@@ -312,6 +312,11 @@ func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *re
 	if served[g.m.Hash] == 0 {
 		return nil, nil, nil, notFound(g.modelName, "no unjailed provider serves it")
 	}
+	if e := s.ledger.exhausted(); e != nil {
+		// Nothing is left today: refuse before a backend opens a session
+		// or prices a job.
+		return nil, nil, nil, e
+	}
 	req := &Request{Model: g.m.Hash, ModelSize: g.m.Size, Prompt: g.prompt, MaxTokens: g.maxTokens, ModelFile: g.m.file}
 	if !g.estimated {
 		req.PromptTokens = g.promptTokens

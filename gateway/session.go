@@ -231,7 +231,7 @@ type warmSession struct {
 	height   uint64
 	heightAt time.Time
 	lanes    []agent.LaneInfo
-	born     int // lanes at the award (fewer than r if fewer providers bid)
+	born     int          // lanes at the award (fewer than r if fewer providers bid)
 	reserved *uint256.Int // per-lane worst cases of requests admitted, not ended
 	inflight int
 	last     *uint256.Int // the per-lane worst case of the last request
@@ -575,6 +575,14 @@ func (b *SessionBackend) open(ms *modelSessions) (*warmSession, error) {
 	order := agent.SessionOrder{Model: ms.hash, ModelSize: ms.size, Lanes: b.cfg.Redundancy, MaxPrice: b.cfg.MaxPrice, InputPriceBps: b.cfg.InputPriceBps,
 		Budget: b.cfg.Budget, Blocks: b.cfg.Blocks, Grace: b.cfg.Grace, Req: b.cfg.Req, Windows: b.cfg.Windows}
 	order.Req.Attributes = append([]string(nil), b.cfg.Req.Attributes...)
+	order.OnPosted = func(id uint64, height int64) {
+		// The posting's transaction fee is spent for good, awarded or not.
+		if fee, err := postFee(ctx, c.Chain, height, id); err == nil {
+			b.spent(fee, fmt.Sprintf("open session %d", id))
+		} else {
+			b.log.Warn("cannot read the fee of a session's posting: the day's ledger misses it", "session", id, "err", err)
+		}
+	}
 	started := time.Now()
 	sc, err := agent.OpenSession(ctx, cfg, order, func(format string, a ...any) {
 		b.log.Debug("session: " + fmt.Sprintf(format, a...))
@@ -587,12 +595,6 @@ func (b *SessionBackend) open(ms *modelSessions) (*warmSession, error) {
 		height: v.Height, heightAt: time.Now(), reserved: new(uint256.Int), lanes: sc.Lanes(), born: len(v.Lanes)}
 	b.log.Info("session open", "session", w.id, "lanes", len(w.lanes), "price_out", types.FormatAmount(w.pout), "price_in", types.FormatAmount(w.pin),
 		"expiry", w.expiry, "took", time.Since(started).Round(time.Millisecond))
-	// The posting's transaction fee is spent for good.
-	if j, err := c.Chain.Job(ctx, w.id); err == nil {
-		if fee, err := postFee(ctx, c.Chain, int64(j.Posted), w.id); err == nil {
-			b.spent(fee, fmt.Sprintf("open session %d", w.id))
-		}
-	}
 	return w, nil
 }
 
