@@ -60,6 +60,7 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeSessionFailed        = "session_failed"
 	CodeRequestTimeout       = "request_timeout"
+	CodeIdempotencyReused    = "idempotency_key_reused"
 )
 
 func invalid(param, code, format string, a ...any) *Error {

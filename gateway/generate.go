@@ -268,9 +268,15 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 	}
 	// A retry of a request that was posted replays its answer.
 	idem := r.Header.Get("Idempotency-Key")
-	key := requestKey(route, idem, body)
+	print := bodyPrint(body)
+	key := requestKey(route, idem, print)
 	if isRetry(r) || idem != "" {
 		if f := s.flights.join(key); f != nil {
+			if f.print != print {
+				writeError(w, &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeIdempotencyReused, Param: "Idempotency-Key", NoRetry: true,
+					Message: fmt.Sprintf("Idempotency-Key %q was used for another request in the last %s: send a new key for a new request", idem, s.cfg.RetryWindow)})
+				return
+			}
 			s.log.Info("a retried request joins its first attempt instead of posting again", "route", route, "retry", r.Header.Get("X-Stainless-Retry-Count"))
 			f.rec.replay(r.Context(), w, s.cfg.WriteTimeout)
 			return
@@ -290,7 +296,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 		writeError(w, e)
 		return
 	}
-	f := s.flights.add(key)
+	f := s.flights.add(key, print)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

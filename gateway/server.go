@@ -257,8 +257,10 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
-	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		// The connection is not reused: the rest of a body that stalled
+		// is not waited for (the read deadline stays in the past).
+		w.Header().Set("Connection", "close")
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest, Code: CodeRequestTooLarge,
@@ -271,6 +273,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 		}
 		return nil, invalid("", CodeInvalidJSON, "cannot read the request body: %v", err)
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, nil
 }
 

@@ -70,6 +70,16 @@ func (t *tapped) Generate(ctx context.Context, req *Request, ev Events) (*Result
 
 func (n *testNet) sessionGateway(cfg Config, sc SessionConfig, fallback bool) (*sessionGateway, *tapped) {
 	n.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return n.sessionGatewayOn(ln, cfg, sc, fallback)
+}
+
+// sessionGatewayOn serves the session gateway on ln.
+func (n *testNet) sessionGatewayOn(ln net.Listener, cfg Config, sc SessionConfig, fallback bool) (*sessionGateway, *tapped) {
+	n.t.Helper()
 	var fb Backend
 	if fallback {
 		jb, err := NewJobBackend(n.client, n.jobConfig())
@@ -84,10 +94,6 @@ func (n *testNet) sessionGateway(cfg Config, sc SessionConfig, fallback bool) (*
 	}
 	tb := &tapped{SessionBackend: b}
 	s, err := New(cfg, n.c, n.client.Store, tb)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		n.t.Fatal(err)
 	}
