@@ -311,11 +311,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *reservation, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	served, err := s.models.served(ctx)
+	served, err := s.models.isServed(ctx, g.m.Hash)
 	if err != nil {
 		return nil, nil, nil, s.chainError(err)
 	}
-	if served[g.m.Hash] == 0 {
+	if !served {
 		return nil, nil, nil, notFound(g.modelName, "no unjailed provider serves it")
 	}
 	if e := s.ledger.exhausted(); e != nil {
