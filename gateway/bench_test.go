@@ -113,6 +113,36 @@ func directTiming(b *testing.B, m *llm.Model) genTiming {
 	return tm
 }
 
+// directPair generates the benchmark request on two models at once, as
+// two providers of an r = 2 session on this one machine do, and returns
+// the first model's timing.
+func directPair(b *testing.B, m1, m2 *llm.Model) genTiming {
+	b.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = m2.Generate(context.Background(), llm.Request{Prompt: benchPrompt, MaxTokens: benchTokens}, func(int, string) error { return nil })
+	}()
+	tm := directTiming(b, m1)
+	<-done
+	return tm
+}
+
+// meanOf is the mean timing of ts (the first left out: warm-up).
+func meanOf(ts []genTiming) genTiming {
+	ts = ts[1:]
+	var m genTiming
+	for _, t := range ts {
+		m.first += t.first
+		m.last += t.last
+		m.tokens += t.tokens
+	}
+	m.first /= time.Duration(len(ts))
+	m.last /= time.Duration(len(ts))
+	m.tokens /= len(ts)
+	return m
+}
+
 // report reports the mean of timings, and its ratio to direct's.
 func report(b *testing.B, ts []genTiming, direct *genTiming) genTiming {
 	var sum genTiming
@@ -146,7 +176,9 @@ func report(b *testing.B, ts []genTiming, direct *genTiming) genTiming {
 // same provider generating directly (llm.Model with the providers'
 // options, in this process) and against job mode. One in-process chain
 // at 200 ms blocks, two provider agents (one llama.cpp thread each) on
-// loopback libp2p, the gateway over loopback HTTP. The sessions are
+// loopback libp2p, the gateway over loopback HTTP. session-r2 is compared
+// with direct-pair (two generations at once: its two providers share this
+// machine's cores), the others with direct. The sessions are
 // opened before the clock starts; a job's first token waits for its
 // auction (1 + bid 4 + reveal 3 blocks). Metrics: ttft-ms, tok/s (after
 // the first token), first-event-ms (the gateway's first SSE event: the
@@ -161,25 +193,32 @@ func BenchmarkGatewaySession(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(m.Close)
-	// The direct figure, measured once beside the others.
-	var ds []genTiming
-	for range 5 {
+	m2, err := llm.Load(n.modelPath, n.lo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m2.Close)
+	// The direct figures the gateway's are compared with, measured
+	// once beside them: one generation alone (r = 1), and two at once
+	// on this machine (the two providers of r = 2 share its cores).
+	var ds, ds2 []genTiming
+	for range 6 {
 		ds = append(ds, directTiming(b, m))
+		ds2 = append(ds2, directPair(b, m, m2))
 	}
-	var direct genTiming
-	for _, d := range ds[1:] {
-		direct.first += d.first
-		direct.last += d.last
-		direct.tokens += d.tokens
-	}
-	direct.first /= time.Duration(len(ds) - 1)
-	direct.last /= time.Duration(len(ds) - 1)
-	direct.tokens /= len(ds) - 1
+	direct, direct2 := meanOf(ds), meanOf(ds2)
 
 	b.Run("direct", func(b *testing.B) {
 		var ts []genTiming
 		for b.Loop() {
 			ts = append(ts, directTiming(b, m))
+		}
+		report(b, ts, nil)
+	})
+	b.Run("direct-pair", func(b *testing.B) {
+		var ts []genTiming
+		for b.Loop() {
+			ts = append(ts, directPair(b, m, m2))
 		}
 		report(b, ts, nil)
 	})
@@ -198,7 +237,11 @@ func BenchmarkGatewaySession(b *testing.B) {
 			for b.Loop() {
 				ts = append(ts, streamTiming(b, g.testGateway))
 			}
-			report(b, ts, &direct)
+			base := &direct
+			if r == 2 {
+				base = &direct2
+			}
+			report(b, ts, base)
 			g.stop()
 		})
 	}
