@@ -16,6 +16,8 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -501,5 +503,88 @@ func TestGatewaySessionLaneDeath(t *testing.T) {
 	_, spent := g.ledger.spent()
 	if want := new(uint256.Int).Add(book.charged, n.feesOf(me)); !spent.Eq(want) {
 		t.Fatalf("ledger %s, want the answers' %s plus the session transactions' fees", spent, book.charged)
+	}
+}
+
+// TestGatewaySessionMismatch: a lying provider in a session (it changes
+// its third token) is caught by the comparison of the two lanes: the
+// gateway calls OnMismatch with both signed receipts (the hook for the
+// dispute) and says verified: false, outcome mismatch; the honest
+// provider's and the liar's lanes are each paid from the client's own
+// counts, as vouchers signed before the mismatch showed.
+func TestGatewaySessionMismatch(t *testing.T) {
+	n := newTestNet(t, false)
+	n.provider("prov1", 40, false)
+	liar := n.provider("prov2", 50, true)
+	dir := t.TempDir()
+	g, _ := n.sessionGateway(n.config(dir), n.sessionConfig(dir), false)
+	var mu sync.Mutex
+	var caught []*agent.Completion
+	g.b.OnMismatch = func(c *agent.Completion) {
+		mu.Lock()
+		defer mu.Unlock()
+		caught = append(caught, c)
+	}
+	book := newSessionBook(t)
+	var a sessionAnswer
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+	o := a.Ogpu
+	if o == nil || o.Verified || o.Outcome != "mismatch" || len(o.Providers) != 2 {
+		t.Fatalf("answer with a liar in the session: ogpu %+v", o)
+	}
+	book.add("", o)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(caught) != 1 || caught[0].Mismatch == nil || len(caught[0].Mismatch.Receipts) != 2 || len(caught[0].Mismatch.Sigs) != 2 {
+		t.Fatalf("OnMismatch got %+v: want one completion with both receipts", caught)
+	}
+	signers := map[types.Address]bool{}
+	for i, r := range caught[0].Mismatch.Receipts {
+		who, err := session.Signer(r.Hash(), caught[0].Mismatch.Sigs[i])
+		if err != nil || who != r.Provider {
+			t.Fatalf("receipt %d signed by %s (%v), for %s", i, who, err, r.Provider)
+		}
+		signers[who] = true
+	}
+	if !signers[liar.agent.Address()] || caught[0].Mismatch.Receipts[0].Output == caught[0].Mismatch.Receipts[1].Output {
+		t.Fatalf("the mismatch must carry the liar's receipt and two different outputs: %+v", caught[0].Mismatch)
+	}
+	book.check(g, n.feesOf(n.client.Address()))
+}
+
+// TestGatewaySessionFallback: when no session can be opened (here every
+// provider asks more per token than the gateway's session cap, so the
+// session auction gets no bid and is refunded) the request runs as a job
+// and says why (ogpu.mode job, ogpu.fallback), and the next request goes
+// straight to job mode instead of waiting on another failed auction.
+// Without a fallback (--mode session) the same request is a 503 the SDK
+// does not retry.
+func TestGatewaySessionFallback(t *testing.T) {
+	n := newTestNet(t, false)
+	n.provider("prov1", 40, false)
+	n.provider("prov2", 50, false)
+	dir := t.TempDir()
+	sc := n.sessionConfig(dir)
+	sc.MaxPrice = milli(10) // below both providers' 0.04 and 0.05
+	g, _ := n.sessionGateway(n.config(dir), sc, true)
+	me := n.client.Address()
+	for i := range 2 {
+		var a sessionAnswer
+		decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+		o := a.Ogpu
+		if o == nil || o.Mode != "job" || o.Job == 0 || !o.Verified || !strings.Contains(o.Fallback, "no providers") {
+			t.Fatalf("request %d: ogpu %+v: want a verified job saying why no session", i, o)
+		}
+	}
+	// One session was tried (and refunded), then two jobs.
+	if js := n.jobsOf(me); js != 3 {
+		t.Fatalf("%d jobs posted: want one session attempt and two jobs", js)
+	}
+	g.stop()
+
+	g2, _ := n.sessionGateway(n.config(t.TempDir()), sc, false)
+	e := wantError(t, g2.call(t, "POST", "/v1/chat/completions", storyChat, nil), 503, CodeNoProviders, true)
+	if !strings.Contains(e.Error.Message, "no session") {
+		t.Fatalf("503 without a fallback: %q", e.Error.Message)
 	}
 }
