@@ -186,8 +186,11 @@ func report(b *testing.B, ts []genTiming, direct *genTiming) genTiming {
 // and ttft-over-direct-ms against the direct figure.
 func BenchmarkGatewaySession(b *testing.B) {
 	n := newTestNet(b, false)
-	n.provider("prov1", 40, false)
-	n.provider("prov2", 50, false)
+	// Cheap providers (0.001 and 0.002 oGPU per token): the counts and
+	// iterations of make bench must not drain the test accounts, nor a
+	// session's budget (a renewal would run while the clock does).
+	n.provider("prov1", 1, false)
+	n.provider("prov2", 2, false)
 	m, err := llm.Load(n.modelPath, n.lo)
 	if err != nil {
 		b.Fatal(err)
@@ -230,7 +233,7 @@ func BenchmarkGatewaySession(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			sc := n.sessionConfig(dir)
-			sc.Redundancy, sc.Budget = r, types.OGPU(150)
+			sc.Redundancy, sc.Budget, sc.MaxPrice = r, types.OGPU(50), milli(3)
 			g, _ := n.sessionGateway(n.config(dir), sc, false)
 			streamTiming(b, g.testGateway) // opens the session
 			var ts []genTiming
