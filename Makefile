@@ -96,6 +96,7 @@ bench:
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 10x -count 3 ./runtime/llm
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 4x -count 3 ./runtime/stagehost
 	$(GO) test -run '^$$' -bench . -count 3 ./split
+	$(GO) test -run '^$$' -bench BenchmarkGatewaySession -benchtime 20x -count 3 ./gateway
 
 # Every benchmark of make bench, once, at its smallest size: part of make
 # test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
@@ -108,6 +109,7 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 1x -count 1 ./runtime/llm
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 1x -count 1 ./runtime/stagehost
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./split
+	$(GO) test -run '^$$' -bench BenchmarkGatewaySession -benchtime 1x -count 1 ./gateway
 
 # Tokens/s of the LEVEL build against -march=native, alternating in one run.
 bench-level:

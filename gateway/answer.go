@@ -299,6 +299,9 @@ func (a *answer) fail(e *Error, res *Result) {
 	if a.disp != nil && a.disp.Job != 0 {
 		h.Set("X-Ogpu-Job", strconv.FormatUint(a.disp.Job, 10))
 	}
+	if a.disp != nil && a.disp.Session != "" {
+		h.Set("X-Ogpu-Session", a.disp.Session)
+	}
 	a.rec.start(e.Status, h)
 	bz, _ := json.Marshal(errorWithReceipt{errorBody: e.body(), Ogpu: info})
 	a.rec.write(append(bz, '\n'))

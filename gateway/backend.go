@@ -38,6 +38,13 @@ type Request struct {
 	// gateway could not count it; the backend declares a bound).
 	PromptTokens uint64
 	MaxTokens    uint64
+	// ModelFile is the model's local GGUF file, if the gateway has one
+	// (its tokenizer is what a session client counts with).
+	ModelFile string
+
+	// ticket is a session backend's choice for this request, made by
+	// Quote and used by Generate (nil for other backends).
+	ticket *sessionTicket
 }
 
 // Events are the callbacks of one Generate; nil members are skipped.
@@ -81,9 +88,20 @@ type Receipt struct {
 	Providers    []types.Address `json:"providers"`
 	StreamedFrom *types.Address  `json:"streamed_from,omitempty"`
 	// UnitPrice per PriceUnit ("job": per provider for the whole job;
-	// "token" in session mode).
+	// "token" in session mode, the price of an output token).
 	UnitPrice *uint256.Int `json:"unit_price"`
 	PriceUnit string       `json:"price_unit"`
+	// PriceIn and PriceOut are a session's prices of a prompt token and
+	// of an output token (session mode).
+	PriceIn  *uint256.Int `json:"price_in,omitempty"`
+	PriceOut *uint256.Int `json:"price_out,omitempty"`
+	// Lanes are the session's lanes asked (session mode): the seq this
+	// request took on each, what it added to the lane's voucher and the
+	// voucher after it.
+	Lanes []LaneReceipt `json:"lanes,omitempty"`
+	// Fallback says why a gateway that prefers sessions ran this request
+	// as a job.
+	Fallback string `json:"fallback,omitempty"`
 	// Charged is what left the account for good: paid to providers, the
 	// validator fee and the transaction fee. Compensation from a slashed
 	// provider is reported apart (it came back).
@@ -99,4 +117,16 @@ type Receipt struct {
 	Result          *types.Hash `json:"result,omitempty"`
 	PostedHeight    int64       `json:"posted_height,omitempty"`
 	CompletedHeight int64       `json:"completed_height,omitempty"`
+}
+
+// LaneReceipt is one session lane's part of a request.
+type LaneReceipt struct {
+	Provider types.Address `json:"provider"`
+	Seq      uint64        `json:"seq"`
+	// Charged is what the request added to the lane's cumulative voucher;
+	// Cumulative the voucher after it.
+	Charged    *uint256.Int `json:"charged"`
+	Cumulative *uint256.Int `json:"cumulative"`
+	// Error is why the lane did not answer (empty: it did).
+	Error string `json:"error,omitempty"`
 }

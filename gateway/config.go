@@ -23,6 +23,8 @@ const (
 	DefaultMaxConcurrent   = 4
 	DefaultRetryWindow     = 2 * time.Minute
 	DefaultMaxRequestBytes = 1 << 20
+	DefaultBodyTimeout     = 30 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
 	// DefaultRetryAfter is the Retry-After of a 429 at the concurrency cap.
 	DefaultRetryAfter = 2 * time.Second
 )
@@ -72,7 +74,15 @@ type Config struct {
 	RetryWindow time.Duration
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// BodyTimeout bounds reading a request body (a client that sends its
+	// headers and then trickles or withholds the body gets 408);
+	// WriteTimeout bounds each write of an answer (a client that stops
+	// reading is cut off once the connection's buffers are full). The
+	// work behind a request goes on either way, and a retry with the same
+	// Idempotency-Key gets its answer.
+	BodyTimeout  time.Duration
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // ModelConfig names a model for clients.
@@ -119,6 +129,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -187,6 +203,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultMaxTokens >= c.ContextLength {
 		errs = append(errs, fmt.Errorf("default max tokens %d: want less than the context length %d", c.DefaultMaxTokens, c.ContextLength))
+	}
+	if c.BodyTimeout < 0 || c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("body timeout %s, write timeout %s: want durations of 0 (the default) or more", c.BodyTimeout, c.WriteTimeout))
 	}
 	if c.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max request bytes %d: want 1024 or more", c.MaxRequestBytes))

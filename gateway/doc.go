@@ -7,12 +7,16 @@
 // (streaming as server-sent events, or not), GET /v1/ogpu/jobs/{id} (a
 // job's state and verified text after the fact), GET /health.
 //
-// A request becomes work on the network through a Backend. JobBackend, the
-// mode built here, posts one on-chain LLM job per request through the
-// client agent: it streams the first winner's tokens as they come and
-// returns the text the chain verified. A session backend (one auction
-// opens a lease, requests then go straight to its providers) plugs in
-// behind the same interface.
+// A request becomes work on the network through a Backend. SessionBackend
+// (session mode, the default of ogpu gateway) keeps a warm session lease
+// per model, bought by one auction and renewed ahead of time: requests go
+// straight to the session's r providers over libp2p, paid by vouchers
+// computed from the gateway's own token counts, with no transaction per
+// request; the lanes' outputs are compared. JobBackend (job mode, and the
+// session backend's fallback when no session can be opened) posts one
+// on-chain LLM job per request through the client agent: it streams the
+// first winner's tokens as they come and returns the text the chain
+// verified.
 //
 // What the gateway does itself, whatever the backend:
 //
@@ -39,8 +43,9 @@
 //     per-request cap or what is left of the day's budget is refused
 //     before anything is posted; reservations are persisted before the
 //     money moves, so a crash never forgets spending.
-//   - Pay twice for one request: once a job is posted every error carries
-//     x-should-retry: false, and a retry of the same request (the SDK's
-//     x-stainless-retry-count header, or an Idempotency-Key) joins the
-//     first attempt instead of posting again.
+//   - Pay twice for one request: once a job is posted or a voucher signed
+//     every error carries x-should-retry: false, and a retry of the same
+//     request (the SDK's x-stainless-retry-count header, or the same
+//     Idempotency-Key) joins the first attempt instead of paying again: one
+//     job, or one seq on each session lane.
 package gateway

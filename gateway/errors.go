@@ -58,6 +58,9 @@ const (
 	CodeChain                = "chain_error"
 	CodeTimeout              = "timeout"
 	CodeShuttingDown         = "shutting_down"
+	CodeSessionFailed        = "session_failed"
+	CodeRequestTimeout       = "request_timeout"
+	CodeIdempotencyReused    = "idempotency_key_reused"
 )
 
 func invalid(param, code, format string, a ...any) *Error {

@@ -1,10 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -75,9 +76,13 @@ func (r *recording) from(i int) (status int, h http.Header, chunks [][]byte, don
 }
 
 // replay writes the recording to w as it grows, until it is done or ctx
-// (the HTTP client) goes away; the work behind it goes on either way.
-func (r *recording) replay(ctx context.Context, w http.ResponseWriter) {
-	flusher, _ := w.(http.Flusher)
+// (the HTTP client) goes away, or a write stalls longer than stall (a
+// client that stopped reading: its connection is cut); the work behind it
+// goes on either way.
+func (r *recording) replay(ctx context.Context, w http.ResponseWriter, stall time.Duration) {
+	rc := http.NewResponseController(w)
+	// Deadlines bound writes only, never the wait between chunks.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	wrote := false
 	for i := 0; ; {
 		status, h, chunks, done, changed := r.from(i)
@@ -89,15 +94,19 @@ func (r *recording) replay(ctx context.Context, w http.ResponseWriter) {
 			wrote = true
 		}
 		if wrote {
-			for _, c := range chunks {
-				if _, err := w.Write(c); err != nil {
+			if len(chunks) > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(stall))
+				for _, c := range chunks {
+					if _, err := w.Write(c); err != nil {
+						return
+					}
+				}
+				if err := rc.Flush(); err != nil {
 					return
 				}
+				_ = rc.SetWriteDeadline(time.Time{})
 			}
 			i += len(chunks)
-			if len(chunks) > 0 && flusher != nil {
-				flusher.Flush()
-			}
 			if done {
 				return
 			}
@@ -113,7 +122,10 @@ func (r *recording) replay(ctx context.Context, w http.ResponseWriter) {
 // flight is one request being answered, findable by its retries.
 type flight struct {
 	key []byte
-	rec *recording
+	// print is the request's bodyPrint: a request reusing an
+	// Idempotency-Key with another body is refused, not joined.
+	print [32]byte
+	rec   *recording
 	// dispatched is set once money moved; ended when the answer is
 	// complete. Both under flights.mu.
 	dispatched bool
@@ -121,7 +133,8 @@ type flight struct {
 }
 
 // flights finds the answer to a retried request. A request is keyed by
-// its route and body (and Idempotency-Key, if sent): a retry of a posted
+// its route and its Idempotency-Key if it sent one, else its route and
+// canonical body: a retry of a posted
 // request within the window replays the first answer instead of posting
 // again. A request that failed before anything was posted is forgotten at
 // once, so its retry runs afresh.
@@ -135,17 +148,36 @@ type flights struct {
 // maxFlights bounds the table; the oldest ended entries go first.
 const maxFlights = 4096
 
-func requestKey(route string, idem string, body []byte) [32]byte {
+func requestKey(route string, idem string, print [32]byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(route))
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(len(idem))))
-	h.Write([]byte{0})
-	h.Write([]byte(idem))
-	h.Write(body)
+	if idem != "" {
+		// The key alone names the request (its body is checked apart).
+		h.Write([]byte{1})
+		h.Write([]byte(idem))
+	} else {
+		h.Write([]byte{0})
+		h.Write(print[:])
+	}
 	var k [32]byte
 	h.Sum(k[:0])
 	return k
+}
+
+// bodyPrint is the sha256 of the request's JSON in canonical form (keys
+// sorted, no spaces): a retry whose client serialized the same request
+// in another order is the same request.
+func bodyPrint(body []byte) [32]byte {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if d.Decode(&v) == nil {
+		if c, err := json.Marshal(v); err == nil {
+			return sha256.Sum256(c)
+		}
+	}
+	return sha256.Sum256(body)
 }
 
 // join returns the flight a retry with key k should replay, if any.
@@ -165,7 +197,7 @@ func (fs *flights) join(k [32]byte) *flight {
 
 // add registers a new flight under k (a newer request with the same key
 // replaces an older one: retries join the latest).
-func (fs *flights) add(k [32]byte) *flight {
+func (fs *flights) add(k, print [32]byte) *flight {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.m == nil {
@@ -174,7 +206,7 @@ func (fs *flights) add(k [32]byte) *flight {
 	if len(fs.m) >= maxFlights {
 		fs.evictLocked()
 	}
-	f := &flight{key: k[:], rec: newRecording()}
+	f := &flight{key: k[:], print: print, rec: newRecording()}
 	fs.m[k] = f
 	return f
 }

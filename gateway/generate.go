@@ -268,11 +268,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 	}
 	// A retry of a request that was posted replays its answer.
 	idem := r.Header.Get("Idempotency-Key")
-	key := requestKey(route, idem, body)
+	print := bodyPrint(body)
+	key := requestKey(route, idem, print)
 	if isRetry(r) || idem != "" {
 		if f := s.flights.join(key); f != nil {
+			if f.print != print {
+				writeError(w, &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeIdempotencyReused, Param: "Idempotency-Key", NoRetry: true,
+					Message: fmt.Sprintf("Idempotency-Key %q was used for another request in the last %s: send a new key for a new request", idem, s.cfg.RetryWindow)})
+				return
+			}
 			s.log.Info("a retried request joins its first attempt instead of posting again", "route", route, "retry", r.Header.Get("X-Stainless-Retry-Count"))
-			f.rec.replay(r.Context(), w)
+			f.rec.replay(r.Context(), w, s.cfg.WriteTimeout)
 			return
 		}
 	}
@@ -290,14 +296,14 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 		writeError(w, e)
 		return
 	}
-	f := s.flights.add(key)
+	f := s.flights.add(key, print)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer release()
 		s.run(f, g, req, quote, resv)
 	}()
-	f.rec.replay(r.Context(), w)
+	f.rec.replay(r.Context(), w, s.cfg.WriteTimeout)
 }
 
 // admit checks that a provider serves the model, asks the backend for the
@@ -305,14 +311,19 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, route st
 func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *reservation, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	served, err := s.models.served(ctx)
+	served, err := s.models.isServed(ctx, g.m.Hash)
 	if err != nil {
 		return nil, nil, nil, s.chainError(err)
 	}
-	if served[g.m.Hash] == 0 {
+	if !served {
 		return nil, nil, nil, notFound(g.modelName, "no unjailed provider serves it")
 	}
-	req := &Request{Model: g.m.Hash, ModelSize: g.m.Size, Prompt: g.prompt, MaxTokens: g.maxTokens}
+	if e := s.ledger.exhausted(); e != nil {
+		// Nothing is left today: refuse before a backend opens a session
+		// or prices a job.
+		return nil, nil, nil, e
+	}
+	req := &Request{Model: g.m.Hash, ModelSize: g.m.Size, Prompt: g.prompt, MaxTokens: g.maxTokens, ModelFile: g.m.file}
 	if !g.estimated {
 		req.PromptTokens = g.promptTokens
 	}
@@ -326,10 +337,17 @@ func (s *Server) admit(ctx context.Context, g *gen) (*Request, *uint256.Int, *re
 	}
 	resv, err := s.ledger.reserve(quote)
 	if err != nil {
+		if a, ok := s.backend.(abandoner); ok {
+			a.abandon(req)
+		}
 		return nil, nil, nil, err.(*Error)
 	}
 	return req, quote, resv, nil
 }
+
+// abandoner is a backend that reserved something in Quote for a request
+// the server then refused (a spending cap).
+type abandoner interface{ abandon(req *Request) }
 
 // run does the work behind a flight and records its answer.
 func (s *Server) run(f *flight, g *gen, req *Request, quote *uint256.Int, resv *reservation) {
@@ -377,6 +395,9 @@ func (s *Server) classify(err error, d *Dispatch) *Error {
 	if d != nil {
 		c := *e
 		c.NoRetry = true
+		if d.Job == 0 && d.Session != "" && !strings.Contains(c.Message, "session "+d.Session) {
+			c.Message += fmt.Sprintf(" (session %s: what was generated is paid; do not resend the request)", d.Session)
+		}
 		if d.Job != 0 && !strings.Contains(c.Message, "/v1/ogpu/jobs/") {
 			c.Message += fmt.Sprintf(" (job %d was posted and is paid: GET /v1/ogpu/jobs/%d shows how it ends; do not resend the request)", d.Job, d.Job)
 		}

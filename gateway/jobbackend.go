@@ -32,6 +32,11 @@ type JobConfig struct {
 	Req market.Requirements
 	// Windows of the job's phases in blocks (zero: DefaultJobWindows).
 	Windows market.Windows
+	// Pool posts pool jobs instead of auctions: the price cap is then the
+	// fixed reward per replica, provider agents claim the job on sight
+	// and the r-th claim awards it (about two blocks to the first token,
+	// against 1 + bid + reveal blocks for an auction).
+	Pool bool
 }
 
 // Defaults of a zero JobConfig: two replicas, a cap above the built-in
@@ -120,8 +125,12 @@ func (b *JobBackend) msg(req *Request) *market.MsgPostJob {
 	if promptTokens == 0 {
 		promptTokens = agent.PromptTokenBound(req.Prompt)
 	}
+	mode := market.ModeAuction
+	if b.cfg.Pool {
+		mode = market.ModePool
+	}
 	return &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: req.Model, ModelSize: req.ModelSize,
+		Kind: market.KindInference, Mode: mode, Model: req.Model, ModelSize: req.ModelSize,
 		Stages: 1, Redundancy: b.cfg.Redundancy, MaxPrice: b.maxPrice(req.MaxTokens), Req: b.req(),
 		Input: types.Hash{0xff}, Seal: types.Hash{0xff}, Windows: b.cfg.Windows, MaxTokens: req.MaxTokens, PromptTokens: promptTokens,
 	}
@@ -201,7 +210,7 @@ func (b *JobBackend) Generate(ctx context.Context, req *Request, ev Events) (*Re
 	msg := b.msg(req)
 	j := agent.LLMJob{
 		Model: req.Model, ModelSize: req.ModelSize, Prompt: req.Prompt, MaxTokens: req.MaxTokens, PromptTokens: msg.PromptTokens,
-		Redundancy: msg.Redundancy, MaxPrice: msg.MaxPrice, Req: msg.Req, Windows: msg.Windows,
+		Redundancy: msg.Redundancy, MaxPrice: msg.MaxPrice, Req: msg.Req, Windows: msg.Windows, Mode: msg.Mode,
 		OnPosted: func(job uint64, height int64) {
 			if ev.Dispatched != nil {
 				ev.Dispatched(Dispatch{Job: job, Height: height})

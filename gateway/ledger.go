@@ -142,3 +142,26 @@ func (l *ledger) spent() (day string, spent *uint256.Int) {
 	l.rollover()
 	return l.state.Day, new(uint256.Int).Set(l.state.Spent)
 }
+
+// add counts amount, already spent outside any request (the transaction
+// fees of opening and closing sessions), in the day's total. It is never
+// refused: the money is gone; later requests see less budget left.
+func (l *ledger) add(amount *uint256.Int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollover()
+	l.state.Spent = new(uint256.Int).Add(l.state.Spent, amount)
+	_ = l.save()
+}
+
+// exhausted refuses when nothing of the day's budget is left.
+func (l *ledger) exhausted() *Error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollover()
+	if l.state.Spent.Lt(l.perDay) {
+		return nil
+	}
+	return budgetError("the day's budget of %s is spent (UTC day %s, %s spent or reserved): wait for the next UTC day, or raise --budget-per-day",
+		types.FormatAmount(l.perDay), l.state.Day, types.FormatAmount(l.state.Spent))
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -33,6 +34,30 @@ type models struct {
 	mu     sync.Mutex
 	byName map[string]types.Hash
 	byHash map[types.Hash]*model
+	// lastServed is the last answer of served, and when it came.
+	lastServed   map[types.Hash]int
+	lastServedAt time.Time
+}
+
+// servedFresh is how long a positive answer of served is trusted for a
+// request's admission (the backend checks the providers again).
+const servedFresh = time.Second
+
+// isServed reports whether a provider serves h: a positive answer up to
+// servedFresh old is reused (the query reads every provider record, and
+// it is on the path to the first token); a negative one is asked again.
+func (ms *models) isServed(ctx context.Context, h types.Hash) (bool, error) {
+	ms.mu.Lock()
+	fresh := time.Since(ms.lastServedAt) < servedFresh && ms.lastServed[h] > 0
+	ms.mu.Unlock()
+	if fresh {
+		return true, nil
+	}
+	n, err := ms.served(ctx)
+	if err != nil {
+		return false, err
+	}
+	return n[h] > 0, nil
 }
 
 // model is one model hash and what the gateway knows of it.
@@ -283,6 +308,9 @@ func (ms *models) served(ctx context.Context) (map[types.Hash]int, error) {
 			n[h]++
 		}
 	}
+	ms.mu.Lock()
+	ms.lastServed, ms.lastServedAt = n, time.Now()
+	ms.mu.Unlock()
 	return n, nil
 }
 

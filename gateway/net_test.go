@@ -38,7 +38,7 @@ import (
 // over libp2p on loopback, and the wallet's client agent: what the
 // gateway runs against in production, in one process.
 type testNet struct {
-	t         *testing.T
+	t         testing.TB
 	ctx       context.Context
 	c         *node.Client
 	home      string
@@ -55,7 +55,7 @@ type testNet struct {
 // testWindows are short job windows for 200 ms blocks.
 var testWindows = market.Windows{Bid: 4, Reveal: 3, Execute: 30, Verify: 15}
 
-func newTestNet(t *testing.T, validator bool) *testNet {
+func newTestNet(t testing.TB, validator bool) *testNet {
 	t.Helper()
 	path, err := agent.FindModel()
 	if err != nil {
@@ -193,11 +193,14 @@ func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testPro
 }
 
 type testWriter struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 }
 
 func (w testWriter) Write(p []byte) (int, error) {
+	if _, bench := w.t.(*testing.B); bench {
+		return len(p), nil // benchmarks print their logs: keep the figures readable
+	}
 	w.t.Logf("[%s] %s", w.name, strings.TrimSpace(string(p)))
 	return len(p), nil
 }
@@ -259,7 +262,7 @@ func (g *testGateway) stop() {
 }
 
 // call sends a request to the gateway with its key and a JSON body.
-func (g *testGateway) call(t *testing.T, method, path string, body any, hdr map[string]string) *http.Response {
+func (g *testGateway) call(t testing.TB, method, path string, body any, hdr map[string]string) *http.Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -288,7 +291,7 @@ func (g *testGateway) call(t *testing.T, method, path string, body any, hdr map[
 }
 
 // decode reads resp's JSON body into v and checks the status.
-func decode(t *testing.T, resp *http.Response, status int, v any) {
+func decode(t testing.TB, resp *http.Response, status int, v any) {
 	t.Helper()
 	defer resp.Body.Close()
 	bz, err := io.ReadAll(resp.Body)
@@ -337,7 +340,7 @@ type sseEvent struct {
 }
 
 // readSSE reads a whole event stream.
-func readSSE(t *testing.T, resp *http.Response) []sseEvent {
+func readSSE(t testing.TB, resp *http.Response) []sseEvent {
 	t.Helper()
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

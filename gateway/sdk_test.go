@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/holiman/uint256"
 )
 
 // sdkDir holds the pinned openai SDK (package.json, package-lock.json);
@@ -40,17 +42,21 @@ func needSDK(t *testing.T) string {
 type sdkOut struct {
 	SDK  string `json:"sdk"`
 	Chat *struct {
+		Session string      `json:"session"`
 		Job     uint64      `json:"job"`
 		Text    string      `json:"text"`
 		Cost    json.Number `json:"cost"`
 		Charged string      `json:"charged"`
 	} `json:"chat"`
 	Stream *struct {
-		Job     uint64      `json:"job"`
-		Text    string      `json:"text"`
-		Cost    json.Number `json:"cost"`
-		Charged string      `json:"charged"`
-		Chunks  int         `json:"chunks"`
+		Session   string      `json:"session"`
+		Job       uint64      `json:"job"`
+		Text      string      `json:"text"`
+		Cost      json.Number `json:"cost"`
+		Charged   string      `json:"charged"`
+		Chunks    int         `json:"chunks"`
+		Verified  bool        `json:"verified"`
+		Providers []string    `json:"providers"`
 	} `json:"stream"`
 	Completion *struct {
 		Job     uint64 `json:"job"`
@@ -60,6 +66,12 @@ type sdkOut struct {
 	BudgetPosts       int `json:"budgetPosts"`
 	BudgetStreamPosts int `json:"budgetStreamPosts"`
 	NoProvidersPosts  int `json:"noProvidersPosts"`
+	DeathError        *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"deathError"`
+	DeathPosts    int    `json:"deathPosts"`
+	DeathStreamed string `json:"deathStreamed"`
 }
 
 func runSDK(t *testing.T, nodeBin string, g *testGateway, phase string) sdkOut {
@@ -140,5 +152,85 @@ func TestOpenAISDK(t *testing.T) {
 	out = runSDK(t, nodeBin, g3, "noproviders")
 	if out.NoProvidersPosts != 1 || n.jobsOf(me) != 3 {
 		t.Fatalf("no-providers phase: %+v; %d jobs", out, n.jobsOf(me))
+	}
+}
+
+// TestOpenAISDKSession drives the gateway in session mode with the
+// official openai SDK against a real chain and two llama.cpp providers:
+// the model list, a chat (which opens the session), the same chat
+// streamed with usage, a 404; then a provider killed at the third token
+// of a stream (the other lane finishes: the SDK sees the whole answer),
+// then the last one (the SDK raises the error event, after one POST); on
+// a restarted gateway whose day's budget is spent, a 402 for a chat and a
+// stream, each after one POST. Nothing is charged twice: the lanes'
+// vouchers on disk add up, with the validator fee and the sessions'
+// transaction fees, to the day's ledger, to the base unit.
+func TestOpenAISDKSession(t *testing.T) {
+	nodeBin := needSDK(t)
+	n := newTestNet(t, false)
+	p1 := n.provider("prov1", 40, false)
+	p2 := n.provider("prov2", 50, false)
+	dir := t.TempDir()
+	cfg := n.config(dir)
+	sc := n.sessionConfig(dir)
+	g, tb := n.sessionGateway(cfg, sc, false)
+	me := n.client.Address()
+
+	out := runSDK(t, nodeBin, g.testGateway, "session")
+	if out.Chat == nil || out.Stream == nil || out.Stream.Text != out.Chat.Text || out.Chat.Session != out.Stream.Session {
+		t.Fatalf("session phase: %+v", out)
+	}
+	text := out.Chat.Text
+	tb.setTap(atPiece(3, killer(p1)))
+	out = runSDK(t, nodeBin, g.testGateway, "death")
+	if out.Stream == nil || out.Stream.Text != text || out.Stream.Verified || len(out.Stream.Providers) != 1 ||
+		!strings.EqualFold(out.Stream.Providers[0], p2.agent.Address().Hex()) {
+		t.Fatalf("death phase: %+v, want %q from prov2 alone", out.Stream, text)
+	}
+	tb.setTap(atPiece(3, killer(p2)))
+	out = runSDK(t, nodeBin, g.testGateway, "deathall")
+	if out.DeathError == nil || out.DeathError.Code != CodeSessionFailed || out.DeathPosts != 1 || !strings.HasPrefix(text, out.DeathStreamed) {
+		t.Fatalf("deathall phase: %+v", out)
+	}
+	g.stop()
+
+	// Nothing charged twice: the vouchers the session clients signed (on
+	// disk, every lane of every session) plus the validator fee on them,
+	// plus the sessions' transaction fees, are the day's ledger.
+	paid := new(uint256.Int)
+	files, _ := filepath.Glob(filepath.Join(sc.LedgerDir, "session-*.json"))
+	for _, f := range files {
+		var l struct {
+			Lanes map[string]struct {
+				Cumulative *uint256.Int `json:"cumulative"`
+			} `json:"lanes"`
+		}
+		bz, err := os.ReadFile(f)
+		if err == nil {
+			err = json.Unmarshal(bz, &l)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ll := range l.Lanes {
+			paid.Add(paid, ll.Cumulative)
+		}
+	}
+	_, spent := g.ledger.spent()
+	// Every charge here is a multiple of 0.015 oGPU, so the 2% fee is
+	// exact per request and in sum.
+	want := new(uint256.Int).Add(paid, feeOn(paid, 200))
+	want.Add(want, n.feesOf(me))
+	if len(files) == 0 || !spent.Eq(want) {
+		t.Fatalf("ledger %s; the lanes' vouchers (%d files) add up to %s, with the fees %s", spent, len(files), paid, want)
+	}
+
+	// Restart with a day's budget of exactly what was spent: 402, one
+	// POST each, nothing opened.
+	cfg.BudgetPerDay = spent
+	g2, _ := n.sessionGateway(cfg, sc, false)
+	out = runSDK(t, nodeBin, g2.testGateway, "budget")
+	if out.BudgetPosts != 1 || out.BudgetStreamPosts != 1 || len(g2.b.Sessions()) != 0 {
+		t.Fatalf("budget phase: %+v; sessions %+v", out, g2.b.Sessions())
 	}
 }

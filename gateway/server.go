@@ -16,8 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holiman/uint256"
+
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // Server is the gateway: an http.Handler over a Backend.
@@ -37,9 +40,10 @@ type Server struct {
 
 	// ctx bounds the work behind requests (it outlives the HTTP
 	// exchanges: a posted job is followed to its end); Close cancels it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // New makes a gateway over backend. chain answers model and provider
@@ -81,18 +85,36 @@ func New(cfg Config, chain *node.Client, store *blobstore.Store, backend Backend
 		s.cors[o] = true
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if sp, ok := backend.(spender); ok {
+		sp.setSpend(func(amount *uint256.Int, why string) {
+			s.ledger.add(amount)
+			s.log.Info("spent outside a request", "amount", types.FormatAmount(amount), "for", why)
+		})
+	}
 	return s, nil
+}
+
+// spender is a backend that spends outside requests (a session backend
+// opening and closing sessions): the server counts it in the day's total.
+type spender interface {
+	setSpend(func(amount *uint256.Int, why string))
 }
 
 // Key is the API key clients must send.
 func (s *Server) Key() string { return s.key }
 
 // Close stops the work in flight (posted jobs go on on chain) and waits
-// for it.
+// for it, then closes the backend if it has a Close (a session backend
+// closes its sessions).
 func (s *Server) Close() {
-	s.cancel()
-	s.wg.Wait()
-	s.models.close()
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		if c, ok := s.backend.(interface{ Close() }); ok {
+			c.Close()
+		}
+		s.models.close()
+	})
 }
 
 // Serve answers on ln until ctx ends, then shuts down: it stops accepting,
@@ -232,15 +254,26 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 		return nil, &Error{Status: http.StatusUnsupportedMediaType, Type: TypeInvalidRequest, Code: CodeUnsupportedMedia,
 			Message: fmt.Sprintf("Content-Type %q: send the request as application/json", r.Header.Get("Content-Type"))}
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
 	if err != nil {
+		// The connection is not reused: the rest of a body that stalled
+		// is not waited for (the read deadline stays in the past).
+		w.Header().Set("Connection", "close")
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest, Code: CodeRequestTooLarge,
 				Message: fmt.Sprintf("the request body is over %d bytes", s.cfg.MaxRequestBytes)}
 		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &Error{Status: http.StatusRequestTimeout, Type: TypeInvalidRequest, Code: CodeRequestTimeout,
+				Message: fmt.Sprintf("the request body did not arrive within %s: send the whole body at once", s.cfg.BodyTimeout)}
+		}
 		return nil, invalid("", CodeInvalidJSON, "cannot read the request body: %v", err)
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, nil
 }
 

@@ -55,17 +55,22 @@ func TestStopper(t *testing.T) {
 func TestFlights(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fs := flights{window: time.Minute, now: func() time.Time { return now }}
-	k := requestKey("chat", "", []byte(`{"a":1}`))
-	if requestKey("completion", "", []byte(`{"a":1}`)) == k || requestKey("chat", "x", []byte(`{"a":1}`)) == k || requestKey("chat", "", []byte(`{"a":2}`)) == k {
+	p1, p2 := bodyPrint([]byte(`{"a":1,"b":[1,2]}`)), bodyPrint([]byte(`{"a":2}`))
+	k := requestKey("chat", "", p1)
+	if requestKey("completion", "", p1) == k || requestKey("chat", "x", p1) == k || requestKey("chat", "", p2) == k {
 		t.Fatal("distinct requests share a key")
 	}
-	// The route and the idempotency key cannot be shifted into the body.
-	if requestKey("chat", "ab", []byte("c")) == requestKey("chat", "a", []byte("bc")) {
-		t.Fatal("idempotency key and body are not separated")
+	// The same request serialized in another order or spacing is the
+	// same request; an Idempotency-Key alone names one.
+	if bodyPrint([]byte(` { "b":[1, 2], "a":1 }`)) != p1 {
+		t.Fatal("a reordered body has another print")
+	}
+	if requestKey("chat", "x", p1) != requestKey("chat", "x", p2) || requestKey("chat", "x", p1) == requestKey("chat", "y", p1) {
+		t.Fatal("an idempotency key does not name its request alone")
 	}
 	// A request that fails before anything is posted is forgotten: its
 	// retry runs afresh.
-	f := fs.add(k)
+	f := fs.add(k, p1)
 	if fs.join(k) != f {
 		t.Fatal("a running flight is not joined")
 	}
@@ -74,7 +79,7 @@ func TestFlights(t *testing.T) {
 		t.Fatal("a flight that posted nothing is still joined")
 	}
 	// A posted one is joined until the window has passed.
-	f = fs.add(k)
+	f = fs.add(k, p1)
 	fs.setDispatched(f)
 	fs.end(f)
 	now = now.Add(59 * time.Second)

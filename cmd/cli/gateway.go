@@ -16,6 +16,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/gateway"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -28,12 +29,25 @@ func newGatewayCmd() *cobra.Command {
 		Short: "Serve the network as an OpenAI-compatible API on 127.0.0.1:8080, paid from --from's account",
 		Long: `Serve GET /v1/models, POST /v1/chat/completions and POST /v1/completions
 (streaming or not) for OpenAI clients: the official SDKs, LiteLLM, chat UIs,
-curl. Each request becomes one on-chain LLM job paid from --from's account
-(job mode): providers bid, the winners run it, their results are compared,
-and only verified text is returned (streams send the first winner's tokens
-as they come, and end with an error event if the verified text differs).
-Every answer carries usage.cost (oGPU) and an "ogpu" object with the job,
-providers, price and what was charged.
+curl, paid from --from's account.
+
+Session mode (--mode session, or auto, the default): one auction opens a
+session of --session-redundancy providers per model, its budget locked in
+escrow; requests then go straight to those providers over libp2p, paid by
+signed vouchers with no transaction per request, every request to each
+lane and the outputs compared. The next session is opened before the
+current one runs low, and the old one closed when drained. Counting tokens
+needs the model's file (--model NAME=FILE.gguf, or the model in the
+client's blob store). In auto mode a request no session can serve runs in
+job mode and says why (ogpu.fallback).
+
+Job mode (--mode job): each request becomes one on-chain LLM job:
+providers bid, the winners run it, their results are compared, and only
+verified text is returned (streams send the first winner's tokens as they
+come, and end with an error event if the verified text differs).
+
+Every answer carries usage.cost (oGPU) and an "ogpu" object with the mode,
+the job or session, providers, prices and what was charged.
 
 Clients authenticate with Authorization: Bearer KEY, the key in
 HOME/gateway.key (made on first start, mode 0600):
@@ -76,6 +90,17 @@ the [gateway] table of HOME/config.toml (keys as the flag names).`,
 	f.Uint64("reveal-blocks", gateway.DefaultJobWindows.Reveal, "blocks of bid reveals per job")
 	f.Uint64("execute-blocks", gateway.DefaultJobWindows.Execute, "blocks from the award to the last result commitment")
 	f.Uint64("verify-blocks", gateway.DefaultJobWindows.Verify, "blocks to reveal results")
+	f.String("mode", "auto", "session (requests paid by vouchers on a leased session), job (one on-chain job per request), or auto (session, with job mode when no session can be opened)")
+	f.Bool("pool", false, "in job mode, post pool jobs (a fixed reward of --max-price-* per replica, claimed on sight) instead of auctions")
+	f.Uint16("session-redundancy", 2, "lanes of a session: providers running each request (their outputs are compared)")
+	f.String("session-budget", types.FormatAmount(gateway.DefaultSessionBudget), "budget per lane of a session (opening locks lanes × budget; what is not earned comes back after the close)")
+	f.String("session-max-price", types.FormatAmount(gateway.DefaultSessionMaxPrice), "price cap per output token in a session's auction")
+	f.Uint64("session-input-price-bps", gateway.DefaultSessionInputBps, "price of a prompt token as a share of an output token, in 1/10000")
+	f.Uint64("session-blocks", gateway.DefaultSessionBlocks, "blocks a session serves from its award")
+	f.Uint64("session-grace", gateway.DefaultSessionGrace, "blocks after a session for the providers' last redemptions")
+	f.Uint64("session-renew-requests", gateway.DefaultSessionRenewRequests, "open the next session when the current one can pay fewer requests like the last")
+	f.Uint64("session-renew-blocks", gateway.DefaultSessionRenewBlocks, "open the next session when the current one expires within this many blocks")
+	f.Duration("session-retry", gateway.DefaultSessionRetryOpenAfter, "after a session could not be opened, serve requests without one (job mode in auto) this long before trying again")
 	f.String("log-level", "info", "debug, info, warn or error")
 	addP2PFlags(cmd, []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
 	return cmd
@@ -118,8 +143,59 @@ func gatewayFlagsFromConfig(cmd *cobra.Command) error {
 	return errors.Join(errs...)
 }
 
+// gatewaySettings are the gateway's literals from the flags.
+type gatewaySettings struct {
+	cfg  gateway.Config
+	jc   gateway.JobConfig
+	sc   gateway.SessionConfig
+	mode string
+}
+
 // gatewayConfig turns the flags into the gateway's literals.
-func gatewayConfig(cmd *cobra.Command) (gateway.Config, gateway.JobConfig, error) {
+func gatewayConfig(cmd *cobra.Command) (gatewaySettings, error) {
+	cfg, jc, err := gatewayJobConfig(cmd)
+	gs := gatewaySettings{cfg: cfg, jc: jc}
+	if err != nil {
+		return gs, err
+	}
+	f := cmd.Flags()
+	gs.mode, _ = f.GetString("mode")
+	switch gs.mode {
+	case "session", "job", "auto":
+	default:
+		return gs, fmt.Errorf("--mode %q: want session, job or auto", gs.mode)
+	}
+	gs.jc.Pool, _ = f.GetBool("pool")
+	sc := gateway.SessionConfig{Req: jc.Req}
+	sc.Redundancy, _ = f.GetUint16("session-redundancy")
+	for name, dst := range map[string]**uint256.Int{"session-budget": &sc.Budget, "session-max-price": &sc.MaxPrice} {
+		s, _ := f.GetString(name)
+		a, err := types.ParseAmount(s)
+		if err != nil {
+			return gs, fmt.Errorf("--%s: %w", name, err)
+		}
+		*dst = a
+	}
+	sc.InputPriceBps, _ = f.GetUint64("session-input-price-bps")
+	sc.Blocks, _ = f.GetUint64("session-blocks")
+	sc.Grace, _ = f.GetUint64("session-grace")
+	sc.RenewRequests, _ = f.GetUint64("session-renew-requests")
+	sc.RenewBlocks, _ = f.GetUint64("session-renew-blocks")
+	sc.RetryOpenAfter, _ = f.GetDuration("session-retry")
+	sc.Windows = market.Windows{Bid: jc.Windows.Bid, Reveal: jc.Windows.Reveal}
+	sc.LedgerDir = filepath.Join(homeFlag(cmd), "client", "sessions")
+	gs.sc = sc
+	if gs.mode != "job" {
+		if err := sc.Validate(); err != nil {
+			return gs, err
+		}
+	}
+	return gs, nil
+}
+
+// gatewayJobConfig turns the flags into the gateway's and job mode's
+// literals.
+func gatewayJobConfig(cmd *cobra.Command) (gateway.Config, gateway.JobConfig, error) {
 	var cfg gateway.Config
 	var jc gateway.JobConfig
 	if err := gatewayFlagsFromConfig(cmd); err != nil {
@@ -181,10 +257,11 @@ func gatewayConfig(cmd *cobra.Command) (gateway.Config, gateway.JobConfig, error
 }
 
 func runGateway(cmd *cobra.Command, _ []string) error {
-	cfg, jc, err := gatewayConfig(cmd)
+	gs, err := gatewayConfig(cmd)
 	if err != nil {
 		return err
 	}
+	cfg := gs.cfg
 	if from, _ := cmd.Flags().GetString("from"); from == "" {
 		return errors.New("--from is required: the wallet key that pays for the requests")
 	}
@@ -203,7 +280,8 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 	}
 	defer closeFn()
 	cl.Logger = logger
-	backend, err := gateway.NewJobBackend(cl, jc)
+	gs.sc.Logger = logger
+	backend, what, err := gatewayBackend(cl, gs)
 	if err != nil {
 		return err
 	}
@@ -217,8 +295,29 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("cannot listen on %s: %w (choose another with --addr)", cfg.Listen, err)
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "ogpu gateway: http://%s/v1, paying from %s (job mode: one on-chain job per request)\n", ln.Addr(), cl.Address().Hex())
+	fmt.Fprintf(w, "ogpu gateway: http://%s/v1, paying from %s (%s)\n", ln.Addr(), cl.Address().Hex(), what)
 	fmt.Fprintf(w, "  export OPENAI_BASE_URL=http://%s/v1\n  export OPENAI_API_KEY=$(cat %s)\n", ln.Addr(), cfg.KeyFile)
 	fmt.Fprintf(w, "  caps: %s per request, %s per UTC day (ledger %s)\n", types.FormatAmount(cfg.MaxPerRequest), types.FormatAmount(cfg.BudgetPerDay), cfg.LedgerFile)
 	return srv.Serve(ctx, ln, 10*time.Second)
+}
+
+// gatewayBackend makes the backend --mode asks for, and says what it is.
+func gatewayBackend(cl *agent.Client, gs gatewaySettings) (gateway.Backend, string, error) {
+	jb, err := gateway.NewJobBackend(cl, gs.jc)
+	if err != nil {
+		return nil, "", err
+	}
+	job := "job mode: one on-chain job per request"
+	if gs.jc.Pool {
+		job = "job mode: one pool job per request"
+	}
+	switch gs.mode {
+	case "job":
+		return jb, job, nil
+	case "session":
+		b, err := gateway.NewSessionBackend(cl, gs.sc, nil)
+		return b, "session mode: requests paid by vouchers on a leased session", err
+	}
+	b, err := gateway.NewSessionBackend(cl, gs.sc, jb)
+	return b, "session mode, " + job + " when no session can be opened", err
 }

@@ -92,7 +92,8 @@ func TestGatewayCommand(t *testing.T) {
 		t.Fatalf("key file: %v %v", st, err)
 	}
 	key, _ := os.ReadFile(keyFile)
-	if !strings.Contains(out.String(), "export OPENAI_API_KEY=$(cat "+keyFile+")") || !strings.Contains(out.String(), "7ogpu per UTC day") {
+	if !strings.Contains(out.String(), "export OPENAI_API_KEY=$(cat "+keyFile+")") || !strings.Contains(out.String(), "7ogpu per UTC day") ||
+		!strings.Contains(out.String(), "session mode, job mode: one on-chain job per request when no session can be opened") {
 		t.Fatalf("start message:\n%s", out.String())
 	}
 	do := func(method, path, host, body string, auth bool) (int, string) {
@@ -161,6 +162,11 @@ func TestGatewayCommandFlags(t *testing.T) {
 		{[]string{"--cors-origin", "*"}, "no wildcard"},
 		{[]string{"--addr", "8080"}, "host:port"},
 		{[]string{"--require", "ram>=lots"}, "ram>=lots"},
+		{[]string{"--mode", "fast"}, "--mode"},
+		{[]string{"--session-budget", "0.01ogpu"}, "session budget"},
+		{[]string{"--session-max-price", "much"}, "--session-max-price"},
+		{[]string{"--session-grace", "1"}, "session grace"},
+		{[]string{"--session-renew-blocks", "700"}, "session renew blocks"},
 	} {
 		out, err := runCLI(t, append([]string{"--home", dir, "gateway", "--from", "alice"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,7 +2,8 @@
 // would. Run by gateway/sdk_test.go (TestOpenAISDK), which starts a chain,
 // providers and the gateway, then checks the chain against what this
 // prints (one JSON line). Environment: OPENAI_BASE_URL, OPENAI_API_KEY,
-// MODEL, CONTEXT_LENGTH. Argument: "main", "budget" or "noproviders".
+// MODEL, CONTEXT_LENGTH. Argument: "main", "budget" or "noproviders" (job
+// mode); "session", "death", "deathall" (session mode).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
@@ -106,6 +107,81 @@ if (phase === 'main') {
   out.notFoundPosts = await expectError(
     client.chat.completions.create({ model: 'gpt-4o', messages }), 404, 'model_not_found');
   assert.equal(out.notFoundPosts, 1);
+} else if (phase === 'session') {
+  // Session mode: the same API, requests paid by vouchers on a lease.
+  const ids = [];
+  for await (const m of client.models.list()) ids.push(m.id);
+  assert.deepEqual(ids, [model]);
+
+  const { data: chat, response } = await client.chat.completions
+    .create({ model, messages, max_tokens: 16 })
+    .withResponse();
+  const text = chat.choices[0].message.content;
+  assert.ok(text.length > 0);
+  assert.equal(chat.ogpu.mode, 'session');
+  assert.equal(chat.ogpu.verified, true);
+  assert.equal(chat.ogpu.price_unit, 'token');
+  assert.equal(chat.ogpu.lanes.length, 2);
+  assert.equal(chat.usage.completion_tokens, 16);
+  assert.ok(chat.usage.cost > 0);
+  assert.equal(response.headers.get('x-ogpu-session'), chat.ogpu.session);
+  assert.equal(response.headers.get('x-should-retry'), 'false');
+  out.chat = { session: chat.ogpu.session, text, cost: chat.usage.cost, charged: chat.ogpu.charged };
+
+  const stream = await client.chat.completions.create({
+    model, messages, max_tokens: 16, stream: true, stream_options: { include_usage: true },
+  });
+  let streamed = '';
+  let usage = null;
+  let receipt = null;
+  for await (const chunk of stream) {
+    if (chunk.choices.length === 0) {
+      usage = chunk.usage;
+      continue;
+    }
+    if (chunk.choices[0].delta.content) streamed += chunk.choices[0].delta.content;
+    if (chunk.choices[0].finish_reason) receipt = chunk.ogpu;
+  }
+  assert.equal(streamed, text);
+  assert.ok(usage, 'a usage chunk');
+  assert.equal(usage.completion_tokens, 16);
+  assert.equal(receipt.session, chat.ogpu.session);
+  assert.equal(receipt.verified, true);
+  out.stream = { session: receipt.session, text: streamed, cost: usage.cost, charged: receipt.charged };
+
+  out.notFoundPosts = await expectError(
+    client.chat.completions.create({ model: 'gpt-4o', messages }), 404, 'model_not_found');
+  assert.equal(out.notFoundPosts, 1);
+} else if (phase === 'death') {
+  // A provider dies mid-stream (the Go test kills it at the third
+  // token): the other lane finishes, and the SDK sees a whole answer.
+  const stream = await client.chat.completions.create({ model, messages, max_tokens: 16, stream: true });
+  let streamed = '';
+  let receipt = null;
+  for await (const chunk of stream) {
+    if (chunk.choices[0]?.delta.content) streamed += chunk.choices[0].delta.content;
+    if (chunk.choices[0]?.finish_reason) receipt = chunk.ogpu;
+  }
+  assert.ok(receipt, 'a final chunk');
+  out.stream = { session: receipt.session, text: streamed, charged: receipt.charged, verified: receipt.verified, providers: receipt.providers };
+} else if (phase === 'deathall') {
+  // Every lane's provider dies mid-stream: the SDK raises the error event.
+  const before = posts;
+  let streamed = '';
+  await assert.rejects(
+    (async () => {
+      const stream = await client.chat.completions.create({ model, messages, max_tokens: 16, stream: true });
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta.content) streamed += chunk.choices[0].delta.content;
+      }
+    })(),
+    (err) => {
+      assert.ok(err instanceof OpenAI.APIError, `${err}`);
+      out.deathError = { code: err.code, message: err.message };
+      return true;
+    });
+  out.deathPosts = posts - before;
+  out.deathStreamed = streamed;
 } else if (phase === 'budget') {
   // The day's budget is gone: 402, and the SDK does not retry (x-should-retry: false).
   out.budgetPosts = await expectError(
@@ -121,6 +197,6 @@ if (phase === 'main') {
     client.chat.completions.create({ model, messages, max_tokens: 16 }), 503, 'no_providers');
   assert.equal(out.noProvidersPosts, 1);
 } else {
-  throw new Error(`phase ${phase}: want main, budget or noproviders`);
+  throw new Error(`phase ${phase}: want main, budget, noproviders, session, death or deathall`);
 }
 console.log(JSON.stringify(out));

@@ -55,6 +55,11 @@ func NewClient(c *node.Client, key *ecdsa.PrivateKey, host *p2p.Host, store *blo
 // Address is the client's account.
 func (c *Client) Address() types.Address { return ethcrypto.PubkeyToAddress(c.Key.PublicKey) }
 
+// Sender is the client's transaction sender: share it with anything else
+// that sends from this account (a session client), so that nonces do not
+// collide.
+func (c *Client) Sender() *node.Sender { return c.sender }
+
 // LLMJob is an inference job to post.
 type LLMJob struct {
 	Model     types.Hash

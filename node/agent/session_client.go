@@ -98,6 +98,10 @@ type SessionOrder struct {
 	Req           market.Requirements
 	// Windows: Bid and Reveal only.
 	Windows market.Windows
+	// OnPosted, if set, is called once the session job is on chain (its
+	// budget locked and the transaction fee paid), whether or not an
+	// award follows.
+	OnPosted func(id uint64, height int64)
 }
 
 // SessionClient uses one session. Complete serves one request at a time.
@@ -243,6 +247,9 @@ func OpenSession(ctx context.Context, cfg SessionClientConfig, o SessionOrder, p
 		return nil, err
 	}
 	id := posted.Job
+	if o.OnPosted != nil {
+		o.OnPosted(id, res.Height)
+	}
 	progress("posted session %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, res.Height,
 		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
 	sctx, cancel := context.WithCancel(ctx)
