@@ -184,9 +184,11 @@ type SessionBackend struct {
 	log      *slog.Logger
 	// OnMismatch, if set, receives each completion whose lanes returned
 	// different outputs (Completion.Mismatch holds both signed
-	// receipts): the hook for an on-chain dispute. The answer says
-	// verified: false. Set it before serving.
+	// receipts); the backend disputes them on chain itself (dispute).
+	// The answer says verified: false. Set it before serving.
 	OnMismatch func(*agent.Completion)
+	// OnDispute, if set, sees each dispute the backend sent (or the error).
+	OnDispute func(session, dispute uint64, err error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -701,6 +703,36 @@ func (b *SessionBackend) maintain(ms *modelSessions, w *warmSession) {
 	}()
 }
 
+// dispute takes a mismatch to the chain in the background: the session
+// client keeps the prompt and outputs as evidence and serves them to the
+// validators; the liar is slashed and the client compensated when they
+// find its receipt wrong (session/dispute.go). The answer does not wait.
+func (b *SessionBackend) dispute(w *warmSession, comp *agent.Completion) {
+	if b.OnMismatch != nil {
+		b.OnMismatch(comp)
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
+		defer cancel()
+		var n uint64
+		sent, err := w.sc.Dispute(ctx, comp)
+		if err != nil {
+			b.log.Error("cannot dispute the session's differing answers", "session", w.id, "err", err)
+		} else {
+			// The fee is spent; the bond returns when a receipt is
+			// proven wrong (which a mismatch in one class means).
+			n = sent.Index
+			b.spent(sent.Fee, fmt.Sprintf("dispute %d of session %d", n, w.id))
+			b.log.Warn("the session's lanes answered differently: disputed on chain", "session", w.id, "dispute", n)
+		}
+		if b.OnDispute != nil {
+			b.OnDispute(w.id, n, err)
+		}
+	}()
+}
+
 // Generate runs req on the session Quote chose (or the fallback). It
 // streams the tokens of whichever lane is ahead; if every lane dies the
 // session is dropped, and a request that was not charged anything yet
@@ -768,8 +800,8 @@ func (b *SessionBackend) Generate(ctx context.Context, req *Request, ev Events) 
 		b.mu.Unlock()
 		b.release(w, t.perLane)
 		b.maintain(ms, w)
-		if comp != nil && comp.Mismatch != nil && b.OnMismatch != nil {
-			b.OnMismatch(comp)
+		if comp != nil && comp.Mismatch != nil {
+			b.dispute(w, comp)
 		}
 		var res *Result
 		if comp != nil {

@@ -508,12 +508,14 @@ func TestGatewaySessionLaneDeath(t *testing.T) {
 
 // TestGatewaySessionMismatch: a lying provider in a session (it changes
 // its third token) is caught by the comparison of the two lanes: the
-// gateway calls OnMismatch with both signed receipts (the hook for the
-// dispute) and says verified: false, outcome mismatch; the honest
-// provider's and the liar's lanes are each paid from the client's own
-// counts, as vouchers signed before the mismatch showed.
+// answer says verified: false, outcome mismatch; the gateway calls
+// OnMismatch with both signed receipts and disputes them on chain; the
+// validator agent fetches the evidence from the gateway, finds the liar's
+// receipt wrong, and the liar is slashed (the honest provider is not);
+// both lanes are paid from the client's own counts, as vouchers signed
+// before the mismatch showed.
 func TestGatewaySessionMismatch(t *testing.T) {
-	n := newTestNet(t, false)
+	n := newTestNet(t, true)
 	n.provider("prov1", 40, false)
 	liar := n.provider("prov2", 50, true)
 	dir := t.TempDir()
@@ -525,6 +527,12 @@ func TestGatewaySessionMismatch(t *testing.T) {
 		defer mu.Unlock()
 		caught = append(caught, c)
 	}
+	type sent struct {
+		session, dispute uint64
+		err              error
+	}
+	disputes := make(chan sent, 4)
+	g.b.OnDispute = func(s, d uint64, err error) { disputes <- sent{s, d, err} }
 	book := newSessionBook(t)
 	var a sessionAnswer
 	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
@@ -549,6 +557,43 @@ func TestGatewaySessionMismatch(t *testing.T) {
 	if !signers[liar.agent.Address()] || caught[0].Mismatch.Receipts[0].Output == caught[0].Mismatch.Receipts[1].Output {
 		t.Fatalf("the mismatch must carry the liar's receipt and two different outputs: %+v", caught[0].Mismatch)
 	}
+	mu.Unlock()
+	var ds sent
+	select {
+	case ds = <-disputes:
+	case <-n.ctx.Done():
+		t.Fatal("no dispute sent")
+	}
+	if ds.err != nil {
+		t.Fatalf("dispute: %v", ds.err)
+	}
+	var d *chain.DisputeView
+	for d == nil || d.Status == session.DisputeOpen {
+		if err := n.c.WaitHeight(n.ctx, n.height()+1); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if d, err = n.c.SessionDispute(n.ctx, ds.session, ds.dispute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range d.Receipts {
+		wrong := d.Verdict&(1<<i) != 0
+		if d.Status != session.DisputeDecided || wrong != (r.Receipt.Provider == liar.agent.Address()) {
+			t.Fatalf("dispute %s, verdict %b: receipt %d by %s judged wrong=%v", d.Status, d.Verdict, i, r.Receipt.Provider, wrong)
+		}
+	}
+	for _, p := range []types.Address{liar.agent.Address(), d.Receipts[0].Receipt.Provider, d.Receipts[1].Receipt.Provider} {
+		st, err := n.c.Stake(n.ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slashed := st.Bonded.Lt(types.OGPU(200)); slashed != (p == liar.agent.Address()) {
+			t.Fatalf("provider %s bonded %s after the dispute (liar %s)", p, st.Bonded, liar.agent.Address())
+		}
+	}
+	t.Logf("dispute %d of session %d: %s, slashed %s, compensated %s", ds.dispute, ds.session, d.Status, d.Slashed, d.Compensated)
+	mu.Lock()
 	book.check(g, n.feesOf(n.client.Address()))
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -388,11 +389,10 @@ func (v *Validator) castSessionVote(ctx context.Context, id, n uint64, verdict u
 // Dispute takes comp's mismatch to the chain: the first two lanes whose
 // verified receipts differ, with the requests they answer. The prompt and
 // both outputs are kept as evidence (on disk before the transaction
-// leaves) and served to the validators while the dispute is open. It
-// returns the dispute's number.
-func (c *SessionClient) Dispute(ctx context.Context, comp *Completion) (uint64, error) {
+// leaves) and served to the validators while the dispute is open.
+func (c *SessionClient) Dispute(ctx context.Context, comp *Completion) (*DisputeSent, error) {
 	if comp == nil || comp.Mismatch == nil {
-		return 0, errors.New("nothing to dispute: the lanes agreed")
+		return nil, errors.New("nothing to dispute: the lanes agreed")
 	}
 	var picked []LaneCompletion
 	for _, l := range comp.Lanes {
@@ -408,17 +408,25 @@ func (c *SessionClient) Dispute(ctx context.Context, comp *Completion) (uint64, 
 		}
 	}
 	if len(picked) < 2 {
-		return 0, errors.New("no two lanes with verified receipts that differ")
+		return nil, errors.New("no two lanes with verified receipts that differ")
 	}
 	return c.dispute(ctx, comp.Prompt, picked)
 }
 
+// DisputeSent is a dispute on chain: its number, the height it opened
+// at, and the transaction's fee (the bond is locked besides).
+type DisputeSent struct {
+	Session, Index uint64
+	Height         int64
+	Fee            *uint256.Int
+}
+
 // dispute sends a dispute over lanes' receipts (one: an audit; two: a
 // comparison).
-func (c *SessionClient) dispute(ctx context.Context, prompt string, lanes []LaneCompletion) (uint64, error) {
+func (c *SessionClient) dispute(ctx context.Context, prompt string, lanes []LaneCompletion) (*DisputeSent, error) {
 	ev, err := c.evidence()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	data := &DisputeData{Prompt: prompt}
 	msg := &session.MsgDisputeSession{Session: c.id}
@@ -428,7 +436,7 @@ func (c *SessionClient) dispute(ctx context.Context, prompt string, lanes []Lane
 		msg.Receipts = append(msg.Receipts, session.SignedReceipt{Receipt: *l.Receipt, Sig: l.ReceiptSig})
 	}
 	if err := ev.Keep(data); err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, a := range c.cfg.Host.Addrs() {
 		if len(msg.Addrs) < 8 {
@@ -437,21 +445,37 @@ func (c *SessionClient) dispute(ctx context.Context, prompt string, lanes []Lane
 	}
 	res, err := c.sender.Send(ctx, msg.Raw())
 	if err != nil {
-		return 0, fmt.Errorf("dispute session %d: %w", c.id, err)
+		return nil, fmt.Errorf("dispute session %d: %w", c.id, err)
 	}
 	var opened session.EventDisputeOpened
 	if err := node.FindEvent(res, &opened); err != nil {
-		return 0, err
+		return nil, err
+	}
+	out := &DisputeSent{Session: c.id, Index: opened.Dispute, Height: res.Height, Fee: new(uint256.Int)}
+	for _, e := range res.TxResult.Events {
+		if e.Type == chain.EventTypeTx {
+			if tx, err := chain.ParseEventTx(e); err == nil {
+				out.Fee = tx.Fee
+			}
+		}
 	}
 	c.log.Warn("session dispute opened", "session", c.id, "dispute", opened.Dispute, "kind", opened.Kind, "deadline", opened.Deadline)
-	return opened.Dispute, nil
+	return out, nil
 }
 
-// evidence returns the client's evidence store, serving it on the host.
+// evidence returns the client's evidence store, served on its host: the
+// config's, else one per host (every session client of a host shares it:
+// one protocol handler per host), kept in LedgerDir/evidence.
 func (c *SessionClient) evidence() (*Evidence, error) {
 	c.evOnce.Do(func() {
 		if c.cfg.Evidence != nil {
 			c.ev = c.cfg.Evidence
+			return
+		}
+		hostEvidenceMu.Lock()
+		defer hostEvidenceMu.Unlock()
+		if ev, ok := hostEvidence[c.cfg.Host]; ok {
+			c.ev = ev
 			return
 		}
 		dir := ""
@@ -460,21 +484,29 @@ func (c *SessionClient) evidence() (*Evidence, error) {
 		}
 		c.ev, c.evErr = NewEvidence(dir)
 		if c.evErr == nil {
+			hostEvidence[c.cfg.Host] = c.ev
 			ServeDisputes(c.cfg.Host, c.cfg.Chain, c.ev, c.log)
 		}
 	})
 	return c.ev, c.evErr
 }
 
+// hostEvidence is the evidence store served on each host whose session
+// clients were given none.
+var (
+	hostEvidenceMu sync.Mutex
+	hostEvidence   = map[*p2p.Host]*Evidence{}
+)
+
 // DisputeLane disputes one lane's receipt alone (an audit, S13: the
 // client had the request answered outside the session and the answers
 // differ, or r = 1 and it doubts the only lane): the validators judge
 // the output itself. comp is the Completion the lane belongs to.
-func (c *SessionClient) DisputeLane(ctx context.Context, comp *Completion, provider types.Address) (uint64, error) {
+func (c *SessionClient) DisputeLane(ctx context.Context, comp *Completion, provider types.Address) (*DisputeSent, error) {
 	for _, l := range comp.Lanes {
 		if l.Provider == provider && l.Err == nil && l.Receipt != nil && l.Request != nil {
 			return c.dispute(ctx, comp.Prompt, []LaneCompletion{l})
 		}
 	}
-	return 0, fmt.Errorf("lane %s returned no verified receipt in this completion: nothing to dispute", provider)
+	return nil, fmt.Errorf("lane %s returned no verified receipt in this completion: nothing to dispute", provider)
 }

@@ -89,10 +89,11 @@ func TestSessionLiarSlashed(t *testing.T) {
 	}
 	h0 := st.SyncInfo.LatestBlockHeight
 	before := n.balanceAt(client, h0)
-	d, err := sc.Dispute(n.ctx, res)
+	sent, err := sc.Dispute(n.ctx, res)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := sent.Index
 	view, err := n.c.SessionDispute(n.ctx, sc.ID(), d)
 	if err != nil || view.Status != session.DisputeOpen {
 		t.Fatalf("dispute %d: %v %+v", d, err, view)
@@ -165,10 +166,11 @@ func TestSessionDisputeCannotFrame(t *testing.T) {
 
 	// An honest answer disputed alone.
 	res := complete("Once upon a time")
-	d, err := sc.DisputeLane(n.ctx, res, p1.agent.Address())
+	sent, err := sc.DisputeLane(n.ctx, res, p1.agent.Address())
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := sent.Index
 	dec, _ := n.waitDecided(h0, sc.ID(), d)
 	if dec.Verdict != 0 || !dec.Slashed.IsZero() || !dec.Compensated.IsZero() {
 		t.Fatalf("an honest receipt disputed: verdict %b (%s), slashed %s, compensated %s", dec.Verdict, dec.Outcome, dec.Slashed, dec.Compensated)
@@ -187,10 +189,10 @@ func TestSessionDisputeCannotFrame(t *testing.T) {
 	res = complete("Once upon a time there was a dog")
 	cfg.Host.Host().RemoveStreamHandler(DisputeProtocol)
 	sc.evOnce.Do(func() {}) // the handler stays removed
-	d, err = sc.DisputeLane(n.ctx, res, p1.agent.Address())
-	if err != nil {
+	if sent, err = sc.DisputeLane(n.ctx, res, p1.agent.Address()); err != nil {
 		t.Fatal(err)
 	}
+	d = sent.Index
 	dec, _ = n.waitDecided(h0, sc.ID(), d)
 	if dec.Verdict != uint64(session.VerdictNoData) || !dec.Slashed.IsZero() {
 		t.Fatalf("withheld data: verdict %d (%s), slashed %s", dec.Verdict, dec.Outcome, dec.Slashed)
