@@ -60,7 +60,11 @@ type SessionConfig struct {
 
 // Defaults of a zero SessionConfig.
 var (
-	DefaultSessionBudget   = types.OGPU(100)
+	// DefaultSessionBudget is small against a provider's stake: a
+	// provider's lanes in open sessions are capped at
+	// session_lane_cap_bps of its bond (S22, half by default), and the
+	// next session opens while the current one still holds its lane.
+	DefaultSessionBudget   = types.OGPU(10)
 	DefaultSessionMaxPrice = new(uint256.Int).Div(types.OGPU(1), uint256.NewInt(10)) // 0.1 oGPU per output token
 	DefaultSessionWindows  = market.Windows{Bid: 5, Reveal: 5}
 )
