@@ -35,6 +35,12 @@
 //     validator signs, a relayer pays on Ethereum, and the attested
 //     Withdrawn event closes; both chains' books are printed and must
 //     agree (locked on Ethereum = 21M − the app-chain's reserve).
+//  6. The OpenAI-compatible gateway (gateway.go): alice serves the
+//     gateway on loopback in session mode; it buys a session from prov1
+//     and prov3 by auction and answers two chat completions over HTTP
+//     with vouchers and no transaction; prov3 restarts as a liar, the
+//     third answer's lanes differ, the gateway disputes both receipts,
+//     the validator agent judges them and the chain slashes prov3.
 //
 // The transcript has the chain's events and the agents' log lines as they
 // happen, and the balances with the supply check (everything adds up to
@@ -102,6 +108,8 @@ type Report struct {
 	Split *SplitReport
 	// Bridge is round 5's trip through the Ethereum bridge.
 	Bridge *BridgeReport
+	// Gateway is round 6: the OpenAI-compatible gateway over a session.
+	Gateway *GatewayReport
 }
 
 // devnet is one run: the chain, its accounts and, from startAgents on,
@@ -154,6 +162,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 		d.pipelineRound,
 		d.splitRound,
 		d.bridgeRound,
+		d.gatewayRound,
 	}); err != nil {
 		return nil, err
 	}

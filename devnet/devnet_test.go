@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -108,7 +109,21 @@ func TestDevnet(t *testing.T) {
 	if !br.PaidOnEthereum.Eq(types.OGPU(20)) || !br.Locked.Eq(br.OnEthereum) {
 		t.Errorf("paid on Ethereum %s; locked %s, the app-chain says %s", br.PaidOnEthereum, br.Locked, br.OnEthereum)
 	}
-	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 8 {
+	// Round 6: the gateway answered over one session with no transaction
+	// between answers, and the liar in it was slashed by the dispute.
+	gw := rep.Gateway
+	if gw == nil || len(gw.Answers) != 3 || gw.Txs != 0 || gw.Dispute == nil {
+		t.Fatalf("gateway round: %+v", gw)
+	}
+	if gw.Dispute.Status != session.DisputeDecided || gw.Dispute.Slashed.IsZero() {
+		t.Errorf("the session dispute: %s, slashed %s", gw.Dispute.Status, gw.Dispute.Slashed)
+	}
+	for i, r := range gw.Dispute.Receipts {
+		if wrong := gw.Dispute.Verdict&(1<<i) != 0; wrong != (r.Receipt.Provider == gw.Liar) {
+			t.Errorf("receipt %d of %s judged wrong=%v (the liar is %s)", i, r.Receipt.Provider, wrong, gw.Liar)
+		}
+	}
+	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 9 {
 		t.Error("the supply check did not hold at every step")
 	}
 }

@@ -233,6 +233,17 @@ func (p *Provider) Close() {
 	if p.splitSrv != nil {
 		p.splitSrv.Close()
 	}
+	// Session streams this agent serves are reset: their clients open
+	// them again, to whatever serves the lanes next (a restarted agent on
+	// the same host), instead of talking to a closed model.
+	for _, l := range p.sessionLanes() {
+		l.mu.Lock()
+		s := l.stream
+		l.mu.Unlock()
+		if s != nil {
+			_ = s.Reset()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for h, m := range p.models {
