@@ -249,10 +249,10 @@ func BenchmarkGatewaySession(b *testing.B) {
 		})
 	}
 	b.Run("job", func(b *testing.B) {
-		// Caps at the providers' asks: with exactly r bidders a job
+		// Caps a little above the providers' asks: with exactly r bidders a job
 		// clears at the cap.
 		jc := n.jobConfig()
-		jc.MaxPriceBase, jc.MaxPricePerToken = milli(100), milli(2)
+		jc.MaxPriceBase, jc.MaxPricePerToken = milli(150), milli(3)
 		g := n.gateway(n.config(b.TempDir()), n.client, jc)
 		var ts, ds []genTiming
 		for b.Loop() {
