@@ -218,8 +218,10 @@ func (sb *sessionBook) add(session string, o *sessionOgpu) {
 
 // check compares the book with the session clients' ledgers (to the base
 // unit, lane by lane) and the gateway's day ledger (the answers' charges
-// plus the sessions' open and close fees).
-func (sb *sessionBook) check(g *sessionGateway, fees *uint256.Int) {
+// plus the sessions' open and close fees, fees() reading them from the
+// chain; a close the gateway sends in the background may be in a block
+// before the gateway counts it, so the ledger is given a few seconds).
+func (sb *sessionBook) check(g *sessionGateway, fees func() *uint256.Int) {
 	t := sb.t
 	t.Helper()
 	for k, signed := range g.lanesSigned() {
@@ -231,10 +233,16 @@ func (sb *sessionBook) check(g *sessionGateway, fees *uint256.Int) {
 			t.Fatalf("lane %s: the session client signed %s, the answers add up to %s", k, signed, want)
 		}
 	}
-	_, spent := g.ledger.spent()
-	want := new(uint256.Int).Add(sb.charged, fees)
-	if !spent.Eq(want) {
-		t.Fatalf("the day's ledger counts %s; the answers charged %s and the sessions' transactions cost %s", spent, sb.charged, fees)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		f := fees()
+		_, spent := g.ledger.spent()
+		want := new(uint256.Int).Add(sb.charged, f)
+		if spent.Eq(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the day's ledger counts %s; the answers charged %s and the sessions' transactions cost %s", spent, sb.charged, f)
+		}
 	}
 }
 
@@ -363,7 +371,7 @@ func TestGatewaySession(t *testing.T) {
 	if c := n.txsOf(me, hOpen+1, n.height()); c != 0 {
 		t.Fatalf("%d transactions from the client since the session opened", c)
 	}
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 	sessions := g.b.Sessions()
 	g.stop()
 	// Closed on chain when the gateway stopped; the fees of opening and
@@ -498,7 +506,7 @@ func TestGatewaySessionLaneDeath(t *testing.T) {
 		t.Fatalf("served by %v, want prov3 alone", o.Providers)
 	}
 	book.add(o.Session, o)
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 	g.stop()
 	_, spent := g.ledger.spent()
 	if want := new(uint256.Int).Add(book.charged, n.feesOf(me)); !spent.Eq(want) {
@@ -549,7 +557,7 @@ func TestGatewaySessionMismatch(t *testing.T) {
 	if !signers[liar.agent.Address()] || caught[0].Mismatch.Receipts[0].Output == caught[0].Mismatch.Receipts[1].Output {
 		t.Fatalf("the mismatch must carry the liar's receipt and two different outputs: %+v", caught[0].Mismatch)
 	}
-	book.check(g, n.feesOf(n.client.Address()))
+	book.check(g, func() *uint256.Int { return n.feesOf(n.client.Address()) })
 }
 
 // TestGatewaySessionFallback: when no session can be opened (here every
