@@ -905,3 +905,11 @@ type SessionLane struct {
 	Budget, Signed *uint256.Int
 	Live           bool
 }
+
+// LookupJob describes a job the fallback posted (GET /v1/ogpu/jobs/{id}).
+func (b *SessionBackend) LookupJob(ctx context.Context, id uint64) (any, error) {
+	if jl, ok := b.fallback.(JobLooker); ok {
+		return jl.LookupJob(ctx, id)
+	}
+	return nil, &Error{Status: http.StatusNotFound, Type: TypeInvalidRequest, Code: CodeUnknownURL, Message: "this gateway serves sessions only (no job mode): it has no jobs"}
+}

@@ -588,6 +588,12 @@ func TestGatewaySessionFallback(t *testing.T) {
 	if js := n.jobsOf(me); js != 3 {
 		t.Fatalf("%d jobs posted: want one session attempt and two jobs", js)
 	}
+	// The fallback's jobs can be looked up.
+	var jv JobView
+	decode(t, g.call(t, "GET", "/v1/ogpu/jobs/3", nil, nil), 200, &jv)
+	if jv.Job != 3 || !jv.Verified || jv.Text == "" {
+		t.Fatalf("job 3 through the session gateway: %+v", jv)
+	}
 	g.stop()
 
 	g2, _ := n.sessionGateway(n.config(t.TempDir()), sc, false)
