@@ -1,10 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,6 +363,12 @@ func TestGatewaySession(t *testing.T) {
 	if again.ID != first.ID || again.Choices[0].Message.Content != first.Choices[0].Message.Content {
 		t.Fatalf("the same Idempotency-Key answered anew: %s then %s", first.ID, again.ID)
 	}
+	// The key reused for another request (who gains: nobody, but a
+	// client bug would get someone else's answer): refused, nothing sent.
+	e := wantError(t, g.call(t, "POST", "/v1/chat/completions", with(storyChat, "max_tokens", 11), key), 409, CodeIdempotencyReused, true)
+	if !strings.Contains(e.Error.Message, "order-7") {
+		t.Fatalf("409: %q", e.Error.Message)
+	}
 	body = with(storyChat, "max_tokens", 10)
 	decode(t, g.call(t, "POST", "/v1/chat/completions", body, nil), 200, &plain)
 	book.add(session, plain.Ogpu)
@@ -369,6 +380,41 @@ func TestGatewaySession(t *testing.T) {
 		if l.Seq != 5 {
 			t.Fatalf("lane %+v: the retry must replay seq 5", l)
 		}
+	}
+	// Concurrent requests share the session one at a time: each gets
+	// its own seq on both lanes, none waits on an auction.
+	var wg sync.WaitGroup
+	answers := make([]sessionAnswer, 3)
+	errs := make([]error, 3)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bz, _ := json.Marshal(with(storyChat, "max_tokens", 6+i))
+			req, _ := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(bz))
+			req.Header.Set("Authorization", "Bearer "+g.Key())
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				defer resp.Body.Close()
+				err = json.NewDecoder(resp.Body).Decode(&answers[i])
+				if err == nil && (resp.StatusCode != 200 || answers[i].Ogpu == nil) {
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(answers, func(a, b sessionAnswer) int { return int(a.Ogpu.Lanes[0].Seq) - int(b.Ogpu.Lanes[0].Seq) })
+	for _, a := range answers {
+		if a.Ogpu.Session != session || !a.Ogpu.Verified {
+			t.Fatalf("a concurrent request: %+v", a.Ogpu)
+		}
+		book.add(session, a.Ogpu)
 	}
 	// No transaction since the session opened: requests are off chain.
 	if c := n.txsOf(me, hOpen+1, n.height()); c != 0 {
