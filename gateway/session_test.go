@@ -655,3 +655,58 @@ func TestGatewaySessionFallback(t *testing.T) {
 		t.Fatalf("503 without a fallback: %q", e.Error.Message)
 	}
 }
+
+// TestGatewaySessionStaysWarm: a session that served a request is renewed
+// before it expires although no request comes (short sessions: 30
+// blocks, renewed 15 blocks before the end); when it expires the next one
+// takes over, so the request after the expiry waits on no auction: no
+// session is posted while it runs.
+func TestGatewaySessionStaysWarm(t *testing.T) {
+	n := newTestNet(t, false)
+	n.provider("prov1", 40, false)
+	n.provider("prov2", 50, false)
+	dir := t.TempDir()
+	sc := n.sessionConfig(dir)
+	sc.Blocks, sc.RenewBlocks, sc.Watch = 30, 15, 200*time.Millisecond
+	g, _ := n.sessionGateway(n.config(dir), sc, false)
+	me := n.client.Address()
+	var a sessionAnswer
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+	first := a.Ogpu.Session
+	v, err := n.c.Session(n.ctx, mustUint(t, first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the first session's expiry, with no request meanwhile.
+	if err := n.c.WaitHeight(n.ctx, int64(v.Expiry)+2); err != nil {
+		t.Fatal(err)
+	}
+	var cur *SessionStatus
+	for deadline := time.Now().Add(10 * time.Second); cur == nil || cur.Session == mustUint(t, first); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions %+v: the used session was not renewed before it expired", g.b.Sessions())
+		}
+		for _, s := range g.b.Sessions() {
+			if s.Current {
+				cur = &s
+			}
+		}
+	}
+	jobs := n.jobsOf(me)
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+	if a.Ogpu.Session != strconv.FormatUint(cur.Session, 10) || n.jobsOf(me) != jobs || !a.Ogpu.Verified {
+		t.Fatalf("after the expiry: served by session %s (want %d), %d jobs posted meanwhile", a.Ogpu.Session, cur.Session, n.jobsOf(me)-jobs)
+	}
+	if jobs != 2 {
+		t.Fatalf("%d sessions posted: want the first and its renewal", jobs)
+	}
+}
+
+func mustUint(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
