@@ -185,7 +185,7 @@ func TestGatewayMalformedClients(t *testing.T) {
 		t.Fatalf("the slow client's retry: %+v %+v", st, o)
 	}
 	book.add(session, o)
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 
 	// 3. Bodies refused before anything is signed.
 	_, spent := g.ledger.spent()
@@ -244,5 +244,5 @@ func TestGatewayMalformedClients(t *testing.T) {
 		t.Fatalf("a request after the malformed ones: %+v %+v", st, o)
 	}
 	book.add(session, o)
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 }

@@ -52,6 +52,10 @@ type SessionConfig struct {
 	// RetryOpenAfter: after a failed opening, requests go to the
 	// fallback (or are refused) this long before another is tried.
 	RetryOpenAfter time.Duration
+	// Watch is how often an idle gateway looks at its sessions' expiry:
+	// a session that served requests is renewed before it expires even
+	// if no request comes (one that served none is left to expire).
+	Watch time.Duration
 	// LedgerDir keeps the lane ledgers (every voucher signed, written
 	// before it is signed); "" keeps them in memory only.
 	LedgerDir string
@@ -78,6 +82,7 @@ const (
 	DefaultSessionRenewBlocks    = 20
 	DefaultSessionOpenTimeout    = time.Minute
 	DefaultSessionRetryOpenAfter = 30 * time.Second
+	DefaultSessionWatch          = 2 * time.Second
 )
 
 func (c SessionConfig) withDefaults() SessionConfig {
@@ -116,6 +121,9 @@ func (c SessionConfig) withDefaults() SessionConfig {
 	}
 	if c.RetryOpenAfter == 0 {
 		c.RetryOpenAfter = DefaultSessionRetryOpenAfter
+	}
+	if c.Watch == 0 {
+		c.Watch = DefaultSessionWatch
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -156,8 +164,8 @@ func (c SessionConfig) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.OpenTimeout < 0 || c.RetryOpenAfter < 0 {
-		errs = append(errs, errors.New("session open timeout and retry: want durations of 0 or more"))
+	if c.OpenTimeout < 0 || c.RetryOpenAfter < 0 || c.Watch < 0 {
+		errs = append(errs, errors.New("session open timeout, retry and watch: want durations of 0 or more"))
 	}
 	return errors.Join(errs...)
 }
@@ -197,6 +205,8 @@ type SessionBackend struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	stopWatch chan struct{}
 
 	mu     sync.Mutex
 	models map[types.Hash]*modelSessions
@@ -239,6 +249,7 @@ type warmSession struct {
 	lanes    []agent.LaneInfo
 	born     int          // lanes at the award (fewer than r if fewer providers bid)
 	reserved *uint256.Int // per-lane worst cases of requests admitted, not ended
+	used     bool         // it served a request
 	inflight int
 	last     *uint256.Int // the per-lane worst case of the last request
 	broken   error        // set: it takes no more requests
@@ -267,7 +278,58 @@ func NewSessionBackend(client *agent.Client, cfg SessionConfig, fallback Backend
 	cfg = cfg.withDefaults()
 	b := &SessionBackend{client: client, cfg: cfg, fallback: fallback, log: cfg.Logger, models: map[types.Hash]*modelSessions{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.stopWatch = make(chan struct{})
+	b.wg.Add(1)
+	go b.watch()
 	return b, nil
+}
+
+// watch renews, while no request comes, the sessions that served
+// requests before they expire, and drops those that ended.
+func (b *SessionBackend) watch() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.Watch)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopWatch:
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return
+		}
+		type due struct {
+			ms *modelSessions
+			w  *warmSession
+		}
+		var look []due
+		for _, ms := range b.models {
+			if w := ms.cur; w != nil && w.broken == nil && time.Since(w.heightAt) >= b.cfg.Watch {
+				look = append(look, due{ms, w})
+			}
+		}
+		b.mu.Unlock()
+		for _, d := range look {
+			ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+			b.observe(ctx, d.w)
+			cancel()
+			b.mu.Lock()
+			if d.ms.cur == d.w && !b.closed {
+				switch {
+				case d.w.broken != nil || d.w.height >= d.w.expiry:
+					// Ended: the next one (if any) takes over.
+					b.retireLocked(d.w)
+					d.ms.cur, d.ms.next = d.ms.next, nil
+				case d.w.used:
+					b.renewLocked(d.ms)
+				}
+			}
+			b.mu.Unlock()
+		}
+	}
 }
 
 // Mode is "session" (a request that fell back says "job" in its receipt).
@@ -787,6 +849,7 @@ func (b *SessionBackend) Generate(ctx context.Context, req *Request, ev Events) 
 		w.run.Unlock()
 		b.mu.Lock()
 		w.lanes = lanes
+		w.used = true
 		switch {
 		case errors.Is(err, agent.ErrSessionEnded):
 			w.broken = err
@@ -882,6 +945,7 @@ func (b *SessionBackend) Close() {
 		return
 	}
 	b.closed = true
+	close(b.stopWatch)
 	for _, ms := range b.models {
 		for _, w := range []*warmSession{ms.cur, ms.next} {
 			if w != nil {
@@ -940,4 +1004,12 @@ type SessionLane struct {
 	Provider       types.Address
 	Budget, Signed *uint256.Int
 	Live           bool
+}
+
+// LookupJob describes a job the fallback posted (GET /v1/ogpu/jobs/{id}).
+func (b *SessionBackend) LookupJob(ctx context.Context, id uint64) (any, error) {
+	if jl, ok := b.fallback.(JobLooker); ok {
+		return jl.LookupJob(ctx, id)
+	}
+	return nil, &Error{Status: http.StatusNotFound, Type: TypeInvalidRequest, Code: CodeUnknownURL, Message: "this gateway serves sessions only (no job mode): it has no jobs"}
 }

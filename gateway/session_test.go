@@ -1,10 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,6 +138,9 @@ func (n *testNet) feesOf(addr types.Address) *uint256.Int {
 	total := new(uint256.Int)
 	for h := int64(1); h <= st.SyncInfo.LatestBlockHeight; h++ {
 		res, err := n.c.RPC.BlockResults(n.ctx, &h)
+		if err != nil && h == st.SyncInfo.LatestBlockHeight {
+			break // its results are not stored yet: the next read counts it
+		}
 		if err != nil {
 			n.t.Fatal(err)
 		}
@@ -218,8 +226,10 @@ func (sb *sessionBook) add(session string, o *sessionOgpu) {
 
 // check compares the book with the session clients' ledgers (to the base
 // unit, lane by lane) and the gateway's day ledger (the answers' charges
-// plus the sessions' open and close fees).
-func (sb *sessionBook) check(g *sessionGateway, fees *uint256.Int) {
+// plus the sessions' open and close fees, fees() reading them from the
+// chain; a close the gateway sends in the background may be in a block
+// before the gateway counts it, so the ledger is given a few seconds).
+func (sb *sessionBook) check(g *sessionGateway, fees func() *uint256.Int) {
 	t := sb.t
 	t.Helper()
 	for k, signed := range g.lanesSigned() {
@@ -231,10 +241,16 @@ func (sb *sessionBook) check(g *sessionGateway, fees *uint256.Int) {
 			t.Fatalf("lane %s: the session client signed %s, the answers add up to %s", k, signed, want)
 		}
 	}
-	_, spent := g.ledger.spent()
-	want := new(uint256.Int).Add(sb.charged, fees)
-	if !spent.Eq(want) {
-		t.Fatalf("the day's ledger counts %s; the answers charged %s and the sessions' transactions cost %s", spent, sb.charged, fees)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		f := fees()
+		_, spent := g.ledger.spent()
+		want := new(uint256.Int).Add(sb.charged, f)
+		if spent.Eq(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the day's ledger counts %s; the answers charged %s and the sessions' transactions cost %s", spent, sb.charged, f)
+		}
 	}
 }
 
@@ -347,6 +363,12 @@ func TestGatewaySession(t *testing.T) {
 	if again.ID != first.ID || again.Choices[0].Message.Content != first.Choices[0].Message.Content {
 		t.Fatalf("the same Idempotency-Key answered anew: %s then %s", first.ID, again.ID)
 	}
+	// The key reused for another request (who gains: nobody, but a
+	// client bug would get someone else's answer): refused, nothing sent.
+	e := wantError(t, g.call(t, "POST", "/v1/chat/completions", with(storyChat, "max_tokens", 11), key), 409, CodeIdempotencyReused, true)
+	if !strings.Contains(e.Error.Message, "order-7") {
+		t.Fatalf("409: %q", e.Error.Message)
+	}
 	body = with(storyChat, "max_tokens", 10)
 	decode(t, g.call(t, "POST", "/v1/chat/completions", body, nil), 200, &plain)
 	book.add(session, plain.Ogpu)
@@ -359,11 +381,46 @@ func TestGatewaySession(t *testing.T) {
 			t.Fatalf("lane %+v: the retry must replay seq 5", l)
 		}
 	}
+	// Concurrent requests share the session one at a time: each gets
+	// its own seq on both lanes, none waits on an auction.
+	var wg sync.WaitGroup
+	answers := make([]sessionAnswer, 3)
+	errs := make([]error, 3)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bz, _ := json.Marshal(with(storyChat, "max_tokens", 6+i))
+			req, _ := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(bz))
+			req.Header.Set("Authorization", "Bearer "+g.Key())
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				defer resp.Body.Close()
+				err = json.NewDecoder(resp.Body).Decode(&answers[i])
+				if err == nil && (resp.StatusCode != 200 || answers[i].Ogpu == nil) {
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(answers, func(a, b sessionAnswer) int { return int(a.Ogpu.Lanes[0].Seq) - int(b.Ogpu.Lanes[0].Seq) })
+	for _, a := range answers {
+		if a.Ogpu.Session != session || !a.Ogpu.Verified {
+			t.Fatalf("a concurrent request: %+v", a.Ogpu)
+		}
+		book.add(session, a.Ogpu)
+	}
 	// No transaction since the session opened: requests are off chain.
 	if c := n.txsOf(me, hOpen+1, n.height()); c != 0 {
 		t.Fatalf("%d transactions from the client since the session opened", c)
 	}
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 	sessions := g.b.Sessions()
 	g.stop()
 	// Closed on chain when the gateway stopped; the fees of opening and
@@ -394,6 +451,10 @@ func (n *testNet) height() int64 {
 // txsOf counts addr's transactions in blocks from..to.
 func (n *testNet) txsOf(addr types.Address, from, to int64) int {
 	n.t.Helper()
+	// Block to's results are stored once the next block exists.
+	if err := n.c.WaitHeight(n.ctx, to+1); err != nil {
+		n.t.Fatal(err)
+	}
 	c := 0
 	for h := from; h <= to; h++ {
 		res, err := n.c.RPC.BlockResults(n.ctx, &h)
@@ -498,7 +559,7 @@ func TestGatewaySessionLaneDeath(t *testing.T) {
 		t.Fatalf("served by %v, want prov3 alone", o.Providers)
 	}
 	book.add(o.Session, o)
-	book.check(g, n.feesOf(me))
+	book.check(g, func() *uint256.Int { return n.feesOf(me) })
 	g.stop()
 	_, spent := g.ledger.spent()
 	if want := new(uint256.Int).Add(book.charged, n.feesOf(me)); !spent.Eq(want) {
@@ -594,7 +655,7 @@ func TestGatewaySessionMismatch(t *testing.T) {
 	}
 	t.Logf("dispute %d of session %d: %s, slashed %s, compensated %s", ds.dispute, ds.session, d.Status, d.Slashed, d.Compensated)
 	mu.Lock()
-	book.check(g, n.feesOf(n.client.Address()))
+	book.check(g, func() *uint256.Int { return n.feesOf(n.client.Address()) })
 }
 
 // TestGatewaySessionFallback: when no session can be opened (here every
@@ -625,6 +686,12 @@ func TestGatewaySessionFallback(t *testing.T) {
 	if js := n.jobsOf(me); js != 3 {
 		t.Fatalf("%d jobs posted: want one session attempt and two jobs", js)
 	}
+	// The fallback's jobs can be looked up.
+	var jv JobView
+	decode(t, g.call(t, "GET", "/v1/ogpu/jobs/3", nil, nil), 200, &jv)
+	if jv.Job != 3 || !jv.Verified || jv.Text == "" {
+		t.Fatalf("job 3 through the session gateway: %+v", jv)
+	}
 	g.stop()
 
 	g2, _ := n.sessionGateway(n.config(t.TempDir()), sc, false)
@@ -632,4 +699,59 @@ func TestGatewaySessionFallback(t *testing.T) {
 	if !strings.Contains(e.Error.Message, "no session") {
 		t.Fatalf("503 without a fallback: %q", e.Error.Message)
 	}
+}
+
+// TestGatewaySessionStaysWarm: a session that served a request is renewed
+// before it expires although no request comes (short sessions: 30
+// blocks, renewed 15 blocks before the end); when it expires the next one
+// takes over, so the request after the expiry waits on no auction: no
+// session is posted while it runs.
+func TestGatewaySessionStaysWarm(t *testing.T) {
+	n := newTestNet(t, false)
+	n.provider("prov1", 40, false)
+	n.provider("prov2", 50, false)
+	dir := t.TempDir()
+	sc := n.sessionConfig(dir)
+	sc.Blocks, sc.RenewBlocks, sc.Watch = 30, 15, 200*time.Millisecond
+	g, _ := n.sessionGateway(n.config(dir), sc, false)
+	me := n.client.Address()
+	var a sessionAnswer
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+	first := a.Ogpu.Session
+	v, err := n.c.Session(n.ctx, mustUint(t, first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the first session's expiry, with no request meanwhile.
+	if err := n.c.WaitHeight(n.ctx, int64(v.Expiry)+2); err != nil {
+		t.Fatal(err)
+	}
+	var cur *SessionStatus
+	for deadline := time.Now().Add(10 * time.Second); cur == nil || cur.Session == mustUint(t, first); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions %+v: the used session was not renewed before it expired", g.b.Sessions())
+		}
+		for _, s := range g.b.Sessions() {
+			if s.Current {
+				cur = &s
+			}
+		}
+	}
+	jobs := n.jobsOf(me)
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &a)
+	if a.Ogpu.Session != strconv.FormatUint(cur.Session, 10) || n.jobsOf(me) != jobs || !a.Ogpu.Verified {
+		t.Fatalf("after the expiry: served by session %s (want %d), %d jobs posted meanwhile", a.Ogpu.Session, cur.Session, n.jobsOf(me)-jobs)
+	}
+	if jobs != 2 {
+		t.Fatalf("%d sessions posted: want the first and its renewal", jobs)
+	}
+}
+
+func mustUint(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
