@@ -41,6 +41,9 @@ type Request struct {
 	// ModelFile is the model's local GGUF file, if the gateway has one
 	// (its tokenizer is what a session client counts with).
 	ModelFile string
+	// Class, if set, is the determinism class the job's providers must
+	// declare (an audit of a session asks for its providers' class).
+	Class string
 
 	// ticket is a session backend's choice for this request, made by
 	// Quote and used by Generate (nil for other backends).

@@ -131,14 +131,17 @@ func (b *JobBackend) msg(req *Request) *market.MsgPostJob {
 	}
 	return &market.MsgPostJob{
 		Kind: market.KindInference, Mode: mode, Model: req.Model, ModelSize: req.ModelSize,
-		Stages: 1, Redundancy: b.cfg.Redundancy, MaxPrice: b.maxPrice(req.MaxTokens), Req: b.req(),
+		Stages: 1, Redundancy: b.cfg.Redundancy, MaxPrice: b.maxPrice(req.MaxTokens), Req: b.req(req.Class),
 		Input: types.Hash{0xff}, Seal: types.Hash{0xff}, Windows: b.cfg.Windows, MaxTokens: req.MaxTokens, PromptTokens: promptTokens,
 	}
 }
 
-func (b *JobBackend) req() market.Requirements {
+func (b *JobBackend) req(class string) market.Requirements {
 	r := b.cfg.Req
 	r.Attributes = slices.Clone(r.Attributes)
+	if class != "" {
+		r.Class = class
+	}
 	if r.Runtime == "" {
 		r.Runtime = agent.Runtime
 	}

@@ -56,6 +56,10 @@ type SessionConfig struct {
 	// a session that served requests is renewed before it expires even
 	// if no request comes (one that served none is left to expire).
 	Watch time.Duration
+	// AuditBps of the answers (per 10,000) are asked again as a job and a
+	// lane that answered otherwise is disputed (audit.go, S13); 0: none.
+	// Audits run on the fallback job backend.
+	AuditBps uint64
 	// LedgerDir keeps the lane ledgers (every voucher signed, written
 	// before it is signed); "" keeps them in memory only.
 	LedgerDir string
@@ -144,6 +148,9 @@ func (c SessionConfig) Validate() error {
 	if c.Budget.IsZero() || c.Budget.Lt(c.MaxPrice) {
 		errs = append(errs, fmt.Errorf("session budget %s per lane: must pay at least one output token at the max price %s", types.FormatAmount(c.Budget), types.FormatAmount(c.MaxPrice)))
 	}
+	if c.AuditBps > 10_000 {
+		errs = append(errs, fmt.Errorf("session audit bps %d: at most 10000 (every answer)", c.AuditBps))
+	}
 	if c.InputPriceBps > 10_000 {
 		errs = append(errs, fmt.Errorf("session input price bps %d: at most 10000 (a prompt token costs at most an output token)", c.InputPriceBps))
 	}
@@ -201,6 +208,10 @@ type SessionBackend struct {
 	OnMismatch func(*agent.Completion)
 	// OnDispute, if set, sees each dispute the backend sent (or the error).
 	OnDispute func(session, dispute uint64, err error)
+	// OnAudit, if set, sees each audit's outcome; auditPick, if set
+	// (tests), draws instead of auditPicked.
+	OnAudit   func(*Audit)
+	auditPick func() bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -877,6 +888,13 @@ func (b *SessionBackend) Generate(ctx context.Context, req *Request, ev Events) 
 		if err == nil {
 			res.Text, res.Tokens, res.EndOfText = comp.Text, int(comp.CompletionTokens), comp.StoppedOnEOG
 			res.Verified = comp.Verified && comp.Mismatch == nil
+			pick := b.auditPick
+			if pick == nil {
+				pick = func() bool { return auditPicked(b.cfg.AuditBps) }
+			}
+			if comp.Mismatch == nil && pick() {
+				b.audit(w, req, comp)
+			}
 			return res, nil
 		}
 		charged := res != nil && !res.Receipt.Paid.IsZero()

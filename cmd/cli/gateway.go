@@ -100,6 +100,7 @@ the [gateway] table of HOME/config.toml (keys as the flag names).`,
 	f.Uint64("session-grace", gateway.DefaultSessionGrace, "blocks after a session for the providers' last redemptions")
 	f.Uint64("session-renew-requests", gateway.DefaultSessionRenewRequests, "open the next session when the current one can pay fewer requests like the last")
 	f.Uint64("session-renew-blocks", gateway.DefaultSessionRenewBlocks, "open the next session when the current one expires within this many blocks")
+	f.Uint64("session-audit-bps", gateway.DefaultGatewayAuditBps, "answers per 10000 asked again as a job (in auto mode) to check the session's providers; a lane that answered otherwise is disputed on chain (0: no audits)")
 	f.Duration("session-retry", gateway.DefaultSessionRetryOpenAfter, "after a session could not be opened, serve requests without one (job mode in auto) this long before trying again")
 	f.String("log-level", "info", "debug, info, warn or error")
 	addP2PFlags(cmd, []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"})
@@ -182,6 +183,7 @@ func gatewayConfig(cmd *cobra.Command) (gatewaySettings, error) {
 	sc.RenewRequests, _ = f.GetUint64("session-renew-requests")
 	sc.RenewBlocks, _ = f.GetUint64("session-renew-blocks")
 	sc.RetryOpenAfter, _ = f.GetDuration("session-retry")
+	sc.AuditBps, _ = f.GetUint64("session-audit-bps")
 	sc.Windows = market.Windows{Bid: jc.Windows.Bid, Reveal: jc.Windows.Reveal}
 	sc.LedgerDir = filepath.Join(homeFlag(cmd), "client", "sessions")
 	gs.sc = sc
