@@ -544,6 +544,10 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		return nil
 	}
 	t0 := time.Now()
+	// Token lines go out from a writer of their own: the decode loop
+	// does not wait on the stream (the credit still bounds how far it
+	// runs ahead of the vouchers).
+	pipe := newTokenPipe(ss.c, int(credit)+16)
 	_, err := m.Generate(ctx, llm.Request{Prompt: prompt, MaxTokens: int(q.MaxTokens)}, func(tok int, piece string) error {
 		if p.cfg.Lie && len(sent) == 2 && !m.IsEOG(tok) {
 			for tok = (tok + 1) % m.NumVocab(); m.IsEOG(tok); tok = (tok + 1) % m.NumVocab() {
@@ -552,7 +556,7 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		}
 		sent = append(sent, tok)
 		t := tok
-		if err := ss.c.write(providerMsg{Token: &t, Piece: piece}); err != nil {
+		if err := pipe.send(providerMsg{Token: &t, Piece: piece}); err != nil {
 			return err
 		}
 		if m.IsEOG(tok) || uint64(len(sent)) >= q.MaxTokens {
@@ -594,6 +598,9 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		}
 		return nil
 	})
+	if werr := pipe.close(); err == nil && werr != nil {
+		err = werr // a token line did not go out: the stream broke
+	}
 	if err != nil {
 		// Cut off: the lane is owed what the vouchers held pay; the rest
 		// (at most credit tokens) is lost.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/holiman/uint256"
@@ -161,8 +162,13 @@ func (c *lineConn) write(v any) error {
 	if err != nil {
 		return err
 	}
+	return c.writeRaw(append(bz, '\n'))
+}
+
+// writeRaw sends whole lines.
+func (c *lineConn) writeRaw(lines []byte) error {
 	_ = c.s.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	_, err = c.s.Write(append(bz, '\n'))
+	_, err := c.s.Write(lines)
 	return err
 }
 
@@ -211,4 +217,82 @@ func checkVoucher(v *session.Voucher, sig []byte, chainID string, sessionID uint
 		return fmt.Errorf("the voucher is signed by %s, not by the session's client %s", signer, client)
 	}
 	return nil
+}
+
+// tokenPipe writes a request's token lines from a goroutine of its own,
+// so that the provider's decode loop never waits on the network: what
+// queued while a write was under way goes out in one Write. The lines are
+// those of write, in order; close waits for the last of them.
+type tokenPipe struct {
+	c    *lineConn
+	q    chan providerMsg
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+func newTokenPipe(c *lineConn, depth int) *tokenPipe {
+	p := &tokenPipe{c: c, q: make(chan providerMsg, depth), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+// failed is the first write error, if any.
+func (p *tokenPipe) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// send queues m (waiting only while the queue is full) or returns the
+// error that stopped the writes.
+func (p *tokenPipe) send(m providerMsg) error {
+	if err := p.failed(); err != nil {
+		return err
+	}
+	p.q <- m
+	return nil
+}
+
+// close sends what is queued and returns the first write error.
+func (p *tokenPipe) close() error {
+	close(p.q)
+	<-p.done
+	return p.failed()
+}
+
+func (p *tokenPipe) run() {
+	defer close(p.done)
+	var buf []byte
+	for m := range p.q {
+		if p.failed() != nil {
+			continue // drain: the stream is broken
+		}
+		buf = buf[:0]
+		for {
+			bz, err := json.Marshal(m)
+			if err != nil {
+				p.fail(err)
+				break
+			}
+			buf = append(append(buf, bz...), '\n')
+			if len(p.q) == 0 || len(buf) >= 32<<10 {
+				break
+			}
+			m = <-p.q
+		}
+		if p.failed() == nil {
+			if err := p.c.writeRaw(buf); err != nil {
+				p.fail(err)
+			}
+		}
+	}
+}
+
+func (p *tokenPipe) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
 }
