@@ -68,12 +68,18 @@ type SessionConfig struct {
 
 // Defaults of a zero SessionConfig.
 var (
-	// DefaultSessionBudget is small against a provider's stake: a
+	// DefaultSessionBudget pays about a dozen 40-token answers at the
+	// default cap, and stays small against a provider's stake: a
 	// provider's lanes in open sessions are capped at
-	// session_lane_cap_bps of its bond (S22, half by default), and the
-	// next session opens while the current one still holds its lane.
-	DefaultSessionBudget   = types.OGPU(10)
-	DefaultSessionMaxPrice = new(uint256.Int).Div(types.OGPU(1), uint256.NewInt(10)) // 0.1 oGPU per output token
+	// session_lane_cap_bps of its bond (S22, half by default: 100 oGPU
+	// for the README's 200 oGPU bond), and the next session opens while
+	// the current one still holds its lane, so two must fit.
+	DefaultSessionBudget = types.OGPU(25)
+	// DefaultSessionMaxPrice is the provider agent's default ask per
+	// token (`ogpud provider run --price-per-token`): with as many
+	// bidders as lanes the uniform price is the cap, so a cap far above
+	// the asks is what every answer would cost.
+	DefaultSessionMaxPrice = new(uint256.Int).Div(types.OGPU(5), uint256.NewInt(100)) // 0.05 oGPU per output token
 	DefaultSessionWindows  = market.Windows{Bid: 5, Reveal: 5}
 )
 
