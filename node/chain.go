@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -314,9 +315,22 @@ func (n *ChainNode) Close() error {
 	return errors.Join(errs...)
 }
 
-// FreePort asks the OS for a free TCP port on loopback. Another process may
+// FreePort returns a TCP port free on loopback now. Another process may
 // take it before the caller listens; callers use it for tests and devnets.
+// It draws from below the kernel's ephemeral range (32768-60999 on Linux):
+// a port the kernel hands out with ":0" is also what it hands the next
+// outgoing connection, which took a node's RPC port from under it in
+// parallel test runs ("bind: address already in use"). It falls back to
+// the kernel's choice when the draws find nothing free.
 func FreePort() (int, error) {
+	for range 64 {
+		port := freePortLow + rand.IntN(freePortSpan)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -324,6 +338,12 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// FreePort draws from [freePortLow, freePortLow+freePortSpan).
+const (
+	freePortLow  = 20_000
+	freePortSpan = 12_000
+)
 
 // LocalConfig returns DefaultConfig for a single-process node under home that
 // listens on free loopback ports and makes blocks every blockTime.
