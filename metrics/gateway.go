@@ -23,7 +23,7 @@ var (
 	gwDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "gateway", Name: "request_duration_seconds",
 		Help: "Time from a request's arrival to the end of its answer.", Buckets: latencyBuckets}, []string{"endpoint", "mode"})
 	gwTTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "gateway", Name: "time_to_first_token_seconds",
-		Help: "Time from a generation request's arrival to its first token (streamed) or its whole answer (not streamed), successful answers only.",
+		Help:    "Time from a generation request's arrival to its first token (streamed) or its whole answer (not streamed), successful answers only.",
 		Buckets: latencyBuckets}, []string{"endpoint", "mode"})
 	gwSpent = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "gateway", Name: "spent_ogpu_total",
 		Help: "oGPU the gateway spent (float, for charts): requests' actual costs and session fees, as its ledger counts them."})
