@@ -53,6 +53,14 @@ func ObserveGeneration(tokens int, d time.Duration) {
 	provTokensPerSecond.Set(float64(tokens) / d.Seconds())
 }
 
+// SetTokensPerSecond sets the tokens/s gauge to a speed measured outside
+// a job (the provider's start-up benchmark).
+func SetTokensPerSecond(tps float64) {
+	if tps > 0 {
+		provTokensPerSecond.Set(tps)
+	}
+}
+
 // maxTracked bounds the stages a ProviderTracker remembers: a provider
 // runs far fewer at once; beyond it the oldest are dropped (their
 // settlement then counts nothing).

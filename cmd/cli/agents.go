@@ -288,6 +288,9 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 				cfg.Attributes = append(cfg.Attributes, hardware.TPSAttribute(tps))
 				p.SetAttributes(cfg.Attributes)
 				logger.Info("measured", "tokens_per_second", int(tps))
+				if metricsAddr(cmd) != "" {
+					metrics.SetTokensPerSecond(tps)
+				}
 			}
 		}
 	}
