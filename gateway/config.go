@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,13 @@ type Config struct {
 	BodyTimeout  time.Duration
 	WriteTimeout time.Duration
 	Logger       *slog.Logger
+	// Wrap, if set, wraps the gateway's handler in Serve (the metrics
+	// middleware).
+	Wrap func(http.Handler) http.Handler
+	// OnSpent, if set, is told every amount the ledger counts as spent:
+	// requests' actual costs and fees outside requests (metrics; it must
+	// not block).
+	OnSpent func(amount *uint256.Int)
 }
 
 // ModelConfig names a model for clients.

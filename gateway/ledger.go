@@ -28,6 +28,8 @@ type ledger struct {
 	perDay     *uint256.Int
 	now        func() time.Time
 	state      ledgerFile
+	// onSpent is told what is counted as spent for good (Config.OnSpent).
+	onSpent func(*uint256.Int)
 }
 
 // ledgerFile is the persisted form: the UTC day and what it has spent and
@@ -129,6 +131,9 @@ func (r *reservation) settle(actual *uint256.Int) {
 			}
 		}
 		l.state.Spent = new(uint256.Int).Add(spent, actual)
+		if l.onSpent != nil {
+			l.onSpent(actual)
+		}
 		// If this write fails the file keeps the reserved figure, which
 		// is larger: the caps stay on the safe side after a restart.
 		_ = l.save()
@@ -151,6 +156,9 @@ func (l *ledger) add(amount *uint256.Int) {
 	defer l.mu.Unlock()
 	l.rollover()
 	l.state.Spent = new(uint256.Int).Add(l.state.Spent, amount)
+	if l.onSpent != nil {
+		l.onSpent(amount)
+	}
 	_ = l.save()
 }
 

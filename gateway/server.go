@@ -70,6 +70,7 @@ func New(cfg Config, chain *node.Client, store *blobstore.Store, backend Backend
 	if err != nil {
 		return nil, err
 	}
+	l.onSpent = cfg.OnSpent
 	ms, err := newModels(cfg, chain, store)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,11 @@ func (s *Server) Close() {
 // Serve answers on ln until ctx ends, then shuts down: it stops accepting,
 // lets answers in progress finish for up to grace, and closes.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	var h http.Handler = s
+	if s.cfg.Wrap != nil {
+		h = s.cfg.Wrap(s)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

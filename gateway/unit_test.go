@@ -334,3 +334,34 @@ func TestParseModelSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerOnSpent: the metrics hook hears what is spent for good (a
+// settled cost, a fee outside requests), not reservations nor an unknown
+// cost, and hears a settlement once however often it is called.
+func TestLedgerOnSpent(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	l, err := openLedger(filepath.Join(t.TempDir(), "ledger.json"), types.OGPU(5), types.OGPU(10), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := new(uint256.Int)
+	l.onSpent = func(a *uint256.Int) { heard.Add(heard, a) }
+	r1, err := l.reserve(types.OGPU(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !heard.IsZero() {
+		t.Fatalf("a reservation was reported spent: %s", heard)
+	}
+	r1.settle(types.OGPU(2))
+	r1.settle(types.OGPU(2))
+	r2, err := l.reserve(types.OGPU(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.settle(nil)
+	l.add(types.OGPU(1))
+	if !heard.Eq(types.OGPU(3)) {
+		t.Fatalf("heard %s spent, want 3 oGPU (2 settled + 1 fee)", types.FormatAmount(heard))
+	}
+}

@@ -26,6 +26,9 @@ type BlockEvents struct {
 	Height int64
 	Time   time.Time
 	Events []abci.Event
+	// Txs is the number of transactions in the block, failed ones
+	// included.
+	Txs int
 }
 
 // DefaultPollInterval is how often Subscribe asks the node for its latest
@@ -140,7 +143,7 @@ func blockEventsOf(h int64, t time.Time, res *ctypes.ResultBlockResults) BlockEv
 			evs = append(evs, r.Events...)
 		}
 	}
-	return BlockEvents{Height: h, Time: t, Events: evs}
+	return BlockEvents{Height: h, Time: t, Events: evs, Txs: len(res.TxResults)}
 }
 
 // EventsOf decodes the events of E's type among evs, in order, skipping

@@ -403,7 +403,8 @@ func TestSubscribeSurvivesDroppedConnections(t *testing.T) {
 }
 
 // TestBlockEventsOf: the block's own events come first, then those of its
-// successful transactions in order; failed transactions add none.
+// successful transactions in order; failed transactions add none (but
+// count in Txs).
 func TestBlockEventsOf(t *testing.T) {
 	ev := func(typ string) abci.Event { return abci.Event{Type: typ} }
 	res := &ctypes.ResultBlockResults{
@@ -422,6 +423,9 @@ func TestBlockEventsOf(t *testing.T) {
 	}
 	if be.Height != 7 || !be.Time.Equal(now) || strings.Join(got, " ") != "begin end tx0a tx0b tx2" {
 		t.Fatalf("got height %d, events %v", be.Height, got)
+	}
+	if be.Txs != 3 {
+		t.Fatalf("Txs = %d, want 3 (the failed one included)", be.Txs)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -101,11 +102,12 @@ password from --password-file or OGPU_PASSWORD).`,
 			if err != nil {
 				return err
 			}
-			return runProviderAgent(ctx, cmd, c, homeFlag(cmd))
+			return runProviderAgent(ctx, cmd, c, homeFlag(cmd), true)
 		},
 	}
 	run.Flags().String("node", "http://127.0.0.1:26657", "RPC address of the node")
 	addProviderFlags(run)
+	addMetricsFlag(run, metricsProviderListen)
 	cmd.AddCommand(run)
 	return cmd
 }
@@ -169,7 +171,9 @@ func llmOptions(cmd *cobra.Command) llm.Options {
 	return llm.Options{Threads: threads, BatchSize: batch, ContextSize: 2048}
 }
 
-func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, home string) error {
+// runProviderAgent runs the provider agent; serveMetrics: serve its own
+// /metrics (a node's endpoint serves them in `ogpud start`).
+func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, home string, serveMetrics bool) error {
 	f := cmd.Flags()
 	level, _ := f.GetString("log-level")
 	quietLlama(level)
@@ -267,17 +271,26 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 		return err
 	}
 	cfg.Attributes = hw.Attributes()
+	if metricsAddr(cmd) != "" {
+		cfg.OnGenerated = metrics.ObserveGeneration
+	}
 	p, err := agent.NewProvider(cfg)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	if err := providerMetrics(ctx, cmd, c, p.Address(), serveMetrics); err != nil {
+		return err
+	}
 	if len(cfg.Models) > 0 {
 		if m, err := p.Model(cfg.Models[0]); err == nil {
 			if tps, err := llm.MeasureTPS(ctx, m, 32); err == nil {
 				cfg.Attributes = append(cfg.Attributes, hardware.TPSAttribute(tps))
 				p.SetAttributes(cfg.Attributes)
 				logger.Info("measured", "tokens_per_second", int(tps))
+				if metricsAddr(cmd) != "" {
+					metrics.SetTokensPerSecond(tps)
+				}
 			}
 		}
 	}

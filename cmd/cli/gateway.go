@@ -16,6 +16,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/gateway"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -70,6 +71,7 @@ the [gateway] table of HOME/config.toml (keys as the flag names).`,
 	f := cmd.Flags()
 	f.String("from", "", "name or address of the paying key in the wallet (required)")
 	f.String("addr", gateway.DefaultListen, "HTTP address to serve on (loopback unless you mean otherwise)")
+	addMetricsFlag(cmd, metricsGatewayListen)
 	f.StringArray("allow-host", nil, "host name accepted in the Host header besides localhost, 127.0.0.1, [::1] (repeatable)")
 	f.StringArray("cors-origin", nil, "web page origin allowed to call the API, e.g. http://localhost:3000 (repeatable; none by default)")
 	f.StringArray("model", nil, "model clients may name: NAME=sha256:HEX, NAME=FILE.gguf or FILE.gguf (named after the file); a local file gives the chat template, context and tokenizer (repeatable)")
@@ -274,6 +276,12 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 	}
 	quietLlama(level)
 	cfg.Logger = logger
+	if cfg.Wrap, err = gatewayMetricsWrap(cmd); err != nil {
+		return err
+	}
+	if cfg.Wrap != nil {
+		cfg.OnSpent = metrics.AddGatewaySpent
+	}
 	ctx, stop := waitCtx(cmd)
 	defer stop()
 	cl, closeFn, err := clientSession(cmd, ctx)
@@ -295,6 +303,11 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		srv.Close()
 		return fmt.Errorf("cannot listen on %s: %w (choose another with --addr)", cfg.Listen, err)
+	}
+	if err := serveMetrics(ctx, cmd); err != nil {
+		_ = ln.Close()
+		srv.Close()
+		return err
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "ogpu gateway: http://%s/v1, paying from %s (%s)\n", ln.Addr(), cl.Address().Hex(), what)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/ethbridge"
 	"github.com/ogpu-network/ogpu/store"
@@ -200,6 +201,15 @@ func newStartCmd() *cobra.Command {
 				return err
 			}
 			defer closeSidecar()
+			metricsOn := metricsAddr(cmd) != ""
+			if metricsOn {
+				if err := metrics.EnableCometBFT(conf, metricsAddr(cmd)); err != nil {
+					if err := metricsDefaultBusy(cmd, err); err != nil {
+						return err
+					}
+					metricsOn = false
+				}
+			}
 			n, err := node.StartChainNode(ctx, conf, logger, opts...)
 			if err != nil {
 				return err
@@ -207,6 +217,14 @@ func newStartCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s started: chain %s, RPC %s, P2P %s, resuming after height %d\n",
 				n.NodeInfo().ID(), n.GenesisDoc().ChainID, conf.RPC.ListenAddress, conf.P2P.ListenAddress, n.BlockStore().Height())
 			c := &node.Client{RPC: local.New(n.Node)}
+			if metricsOn {
+				app, err := metrics.NewApp()
+				if err != nil {
+					return err
+				}
+				followMetrics(ctx, cmd.ErrOrStderr(), c, app)
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", conf.Instrumentation.PrometheusListenAddr)
+			}
 			level, _ := cmd.Flags().GetString("log-level")
 			agentDone := func(name string, err error) {
 				if err != nil && ctx.Err() == nil {
@@ -214,7 +232,7 @@ func newStartCmd() *cobra.Command {
 				}
 			}
 			if on, _ := cmd.Flags().GetBool("provider"); on {
-				go func() { agentDone("provider", runProviderAgent(ctx, cmd, c, home)) }()
+				go func() { agentDone("provider", runProviderAgent(ctx, cmd, c, home, false)) }()
 			}
 			if on, _ := cmd.Flags().GetBool("validator-agent"); on {
 				if _, err := os.Stat(node.OperatorKeyFile(home)); err == nil {
@@ -241,6 +259,7 @@ func newStartCmd() *cobra.Command {
 	cmd.Flags().Bool("validator-agent", true, "re-check disputed LLM jobs and vote, if this node has an operator key")
 	cmd.Flags().String("eth-rpc", "", "this validator's own Ethereum node (JSON-RPC URL): needed when the chain has the bridge on and HOME/config/bridge_key.hex exists")
 	addProviderFlags(cmd)
+	addMetricsFlag(cmd, metricsNodeListen)
 	return cmd
 }
 

@@ -53,6 +53,9 @@ type ProviderConfig struct {
 	// a split manifest names them), then run and serve.
 	WantSlices []types.Hash
 	LLM        llm.Options
+	// OnGenerated, if set, is told the tokens and the time of every job
+	// generation (metrics; it must not block).
+	OnGenerated func(tokens int, took time.Duration)
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
 	// Attributes are published on chain (hardware, measured speed).
@@ -890,6 +893,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	took := time.Since(t1)
 	p.log.Info("generated", "job", k.Job, "tokens", len(out.Tokens), "took", took.Round(time.Microsecond),
 		"tokens_per_second", int(float64(len(out.Tokens))/took.Seconds()))
+	if p.cfg.OnGenerated != nil {
+		p.cfg.OnGenerated(len(out.Tokens), took)
+	}
 	res := &LLMOutput{Version: LLMOutputVersion, Input: j.Input, Tokens: out.Tokens, Text: out.Text}
 	if p.cfg.Lie && len(res.Tokens) > 0 {
 		i := len(res.Tokens) / 2

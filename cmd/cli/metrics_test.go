@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ogpu-network/ogpu/node"
+)
+
+// scrapeMetrics GETs url and returns every sample by its series.
+func scrapeMetrics(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad sample %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func hasPrefix(m map[string]float64, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMetricsOgpudStart runs `ogpud start --metrics.laddr` as an operator
+// would and scrapes it: CometBFT's cometbft_* and the app's ogpu_* series
+// on one loopback endpoint, ogpu_app_height following the chain. A chosen
+// metrics address that is taken stops the node with a clear error instead
+// of running without metrics unnoticed.
+func TestMetricsOgpudStart(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "node")
+	runOgpud(t, "init", "--home", home, "--chain-id", "ogpu-metrics", "--moniker", "solo")
+	rpcPort, _ := node.FreePort()
+	p2pPort, _ := node.FreePort()
+	metricsPort, _ := node.FreePort()
+	flags := []string{"--rpc.laddr", fmt.Sprintf("tcp://127.0.0.1:%d", rpcPort), "--p2p.laddr", fmt.Sprintf("tcp://127.0.0.1:%d", p2pPort),
+		"--consensus.timeout_commit", "100ms", "--validator-agent=false"}
+
+	// Taken: refused, with the flag to change in the message.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ogpud(t), append([]string{"start", "--home", home, "--log_level", "error", "--metrics.laddr", busy.Addr().String()}, flags...)...).CombinedOutput()
+	busy.Close()
+	if err == nil || !strings.Contains(string(out), "cannot serve metrics on") || !strings.Contains(string(out), "--metrics.laddr") {
+		t.Fatalf("ogpud start on a taken metrics address: %v\n%s", err, out)
+	}
+
+	laddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	startProc(t, home, append(flags, "--metrics.laddr", laddr)...)
+	c := rpcClient(t, fmt.Sprintf("127.0.0.1:%d", rpcPort))
+	waitHeight(t, c, 3, 60*time.Second)
+	url := "http://" + laddr + "/metrics"
+	var first map[string]float64
+	deadline := time.Now().Add(30 * time.Second)
+	for first = scrapeMetrics(t, url); first["ogpu_app_height"] < 1 && time.Now().Before(deadline); first = scrapeMetrics(t, url) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if first["ogpu_app_height"] < 1 {
+		t.Fatalf("ogpu_app_height is %v", first["ogpu_app_height"])
+	}
+	if !hasPrefix(first, "cometbft_consensus_height{") || !hasPrefix(first, "ogpu_build_info{") {
+		t.Fatal("cometbft_consensus_height or ogpu_build_info missing from /metrics")
+	}
+	h := first["ogpu_app_height"]
+	waitHeight(t, c, int64(h)+3, 60*time.Second)
+	deadline = time.Now().Add(30 * time.Second)
+	var later map[string]float64
+	for later = scrapeMetrics(t, url); later["ogpu_app_height"] < h+2 && time.Now().Before(deadline); later = scrapeMetrics(t, url) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if later["ogpu_app_height"] < h+2 {
+		t.Fatalf("ogpu_app_height stayed at %v (was %v)", later["ogpu_app_height"], h)
+	}
+}

@@ -1,0 +1,279 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/rpc/client/local"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
+)
+
+// scrape GETs url and returns every sample, keyed by the series as the
+// text format writes it (name{label="v",...}).
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad sample line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func key(t *testing.T, i int) *ecdsa.PrivateKey {
+	seed := sha256.Sum256([]byte(fmt.Sprintf("ogpu-metrics-test-%d", i)))
+	k, err := crypto.ToECDSA(seed[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestMetricsNodeJob starts a real single-validator node in this process
+// with --metrics.laddr's wiring (CometBFT's endpoint on loopback), follows
+// it as `ogpud start` does, runs a pool job through to payment with two
+// providers (claims, award, result commits and reveals, settlement) and a
+// second job nobody delivers (no-shows, slashes), and scrapes /metrics
+// over HTTP: cometbft_* and ogpu_* series are served together, and the
+// ogpu_* ones moved by exactly what the chain did.
+func TestMetricsNodeJob(t *testing.T) {
+	const client, prov1, prov2 = 0, 1, 2
+	keys := []*ecdsa.PrivateKey{key(t, 0), key(t, 1), key(t, 2)}
+	addr := func(i int) types.Address { return crypto.PubkeyToAddress(keys[i].PublicKey) }
+	home := t.TempDir()
+	conf, err := node.LocalConfig(home, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := node.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	laddr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := EnableCometBFT(conf, laddr); err != nil {
+		t.Fatal(err)
+	}
+	// The guard: a second node in this process would panic in CometBFT.
+	if err := EnableCometBFT(node.DefaultConfig(t.TempDir()), "127.0.0.1:0"); err == nil {
+		t.Fatal("CometBFT metrics enabled twice in one process")
+	}
+	doc := genesis.Default()
+	for i := range keys {
+		if err := doc.AddAccount(addr(i), types.OGPU(1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := node.InitHome(node.InitOptions{Home: home, ChainID: "ogpu-metrics-test", Genesis: doc, Config: conf}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	n, err := node.StartChainNode(ctx, conf, log.NewNopLogger(), chain.WithInvariants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	c := &node.Client{RPC: local.New(n.Node)}
+	if err := c.WaitHeight(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	app, err := NewApp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := NewProviderTracker(addr(prov1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	followCtx, stopFollow := context.WithCancel(ctx)
+	followed := make(chan error, 1)
+	go func() { followed <- Follow(followCtx, c, nil, app, tracker) }()
+	t.Cleanup(func() { stopFollow(); <-followed })
+
+	url := "http://" + laddr + "/metrics"
+	before := scrape(t, url)
+	if _, ok := before["cometbft_consensus_height{chain_id=\"ogpu-metrics-test\"}"]; !ok {
+		t.Fatalf("CometBFT's series are not on %s", url)
+	}
+	send := func(i int, msgs ...types.RawMsg) {
+		t.Helper()
+		if _, err := node.NewSender(c, keys[i]).Send(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := sha256.Sum256([]byte("metrics model"))
+	for _, p := range []int{prov1, prov2} {
+		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-metrics-%d", p), Runtimes: []string{"llama.cpp"}, Models: []types.Hash{model}}
+		send(p, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw())
+	}
+	post := func(execute, verify uint64) uint64 {
+		t.Helper()
+		m := &market.MsgPostJob{
+			Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+			MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("metrics input")),
+			Windows: market.Windows{Bid: 10, Execute: execute, Verify: verify}, Seal: sha256.Sum256([]byte("metrics seal")),
+		}
+		res, err := node.NewSender(c, keys[client]).Send(ctx, m.Raw())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var posted market.EventJobPosted
+		if err := node.FindEvent(res, &posted); err != nil {
+			t.Fatal(err)
+		}
+		return posted.Job
+	}
+	waitPhase := func(job uint64, done func(*chainJob) bool) {
+		t.Helper()
+		for {
+			j, err := c.Job(ctx, job)
+			if err == nil && done(&chainJob{state: j.StateName, tasks: len(j.Tasks), slots: slotCount(j.Tasks)}) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("job %d: %+v %v", job, j, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+
+	// Job 1: claimed by both, same result committed and revealed: agreed, paid.
+	job := post(20, 20)
+	send(prov1, (&market.MsgClaimTask{Job: job}).Raw())
+	send(prov2, (&market.MsgClaimTask{Job: job}).Raw())
+	waitPhase(job, func(j *chainJob) bool { return j.slots == 2 })
+	result := sha256.Sum256([]byte("the answer"))
+	salts := map[int]types.Hash{prov1: sha256.Sum256([]byte("salt1")), prov2: sha256.Sum256([]byte("salt2"))}
+	for _, p := range []int{prov1, prov2} {
+		send(p, (&verifier.MsgCommitResult{Job: job, Commitment: verifier.ResultCommitment(result, salts[p], addr(p))}).Raw())
+	}
+	for _, p := range []int{prov1, prov2} {
+		send(p, (&verifier.MsgRevealResult{Job: job, Result: result, Salt: salts[p]}).Raw())
+	}
+	waitPhase(job, func(j *chainJob) bool { return j.state == "completed" })
+
+	// Job 2: claimed by both, nobody delivers: no-shows, slashed.
+	job2 := post(3, 3)
+	send(prov1, (&market.MsgClaimTask{Job: job2}).Raw())
+	send(prov2, (&market.MsgClaimTask{Job: job2}).Raw())
+	waitPhase(job2, func(j *chainJob) bool { return j.state == "completed" || j.state == "expired" })
+
+	// The follower sees a block some time after the node commits it:
+	// scrape until the series reach what the chain did (undercounting
+	// times out), then check none went past it (overcounting fails).
+	wantDeltas := map[string]float64{
+		`ogpu_app_jobs_posted_total{kind="inference",mode="pool"}`: 2,
+		`ogpu_app_bids_total{step="revealed"}`:                     4, // pool claims
+		`ogpu_app_awards_total`:                                    2,
+		`ogpu_app_tasks_settled_total{outcome="agreed"}`:           1,
+		`ogpu_app_tasks_settled_total{outcome="no_results"}`:       1,
+		`ogpu_app_no_shows_total{missed="commit"}`:                 2,
+		`ogpu_app_slashes_total{reason="no_show"}`:                 2,
+		`ogpu_app_jobs_ended_total{end="completed"}`:               2,
+		`ogpu_app_provider_jailings_total`:                         2,
+		`ogpu_provider_bids_total{result="revealed"}`:              2,
+		`ogpu_provider_bids_total{result="won"}`:                   2,
+		`ogpu_provider_tasks_total{outcome="paid"}`:                1,
+		`ogpu_provider_tasks_total{outcome="no_show"}`:             1,
+		`ogpu_provider_jailed`:                                     1,
+	}
+	var after map[string]float64
+	delta := func(series string) float64 { return after[series] - before[series] }
+	mismatches := func() []string {
+		var out []string
+		for series, want := range wantDeltas {
+			if got := delta(series); got != want {
+				out = append(out, fmt.Sprintf("%s moved by %v, want %v", series, got, want))
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		after = scrape(t, url)
+		if len(mismatches()) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, m := range mismatches() {
+		t.Error(m)
+	}
+	if after["ogpu_provider_tasks_running"] != 0 {
+		t.Errorf("ogpu_provider_tasks_running = %v after both jobs settled", after["ogpu_provider_tasks_running"])
+	}
+	if got := delta(`ogpu_provider_earned_ogpu_total{via="job"}`); got <= 0 || got > 1 {
+		t.Errorf("prov1 earned %v oGPU on a job capped at 1 oGPU", got)
+	}
+	if got := delta(`ogpu_app_paid_ogpu_total{via="job"}`); got <= 0 {
+		t.Errorf("ogpu_app_paid_ogpu_total moved by %v", got)
+	}
+	if after["ogpu_app_block_txs"] < 0 || delta("ogpu_app_txs_total") < 12 {
+		t.Errorf("ogpu_app_txs_total moved by %v, want at least the 12 sent", delta("ogpu_app_txs_total"))
+	}
+	if got := after[`ogpu_app_slashed_ogpu_total{reason="no_show"}`] - before[`ogpu_app_slashed_ogpu_total{reason="no_show"}`]; got <= 0 {
+		t.Errorf("no-show slashes moved no stake: %v", got)
+	}
+	found := false
+	for s := range after {
+		if strings.HasPrefix(s, "ogpu_build_info{") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no ogpu_build_info")
+	}
+}
+
+type chainJob struct {
+	state string
+	tasks int
+	slots int
+}
+
+func slotCount(ts []chain.TaskView) int {
+	n := 0
+	for _, t := range ts {
+		n += len(t.Slots)
+	}
+	return n
+}
