@@ -323,7 +323,9 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		s.failNode(w, r, "stake", err)
 		return
 	}
-	v.Provider, _ = s.c.Provider(ctx, addr) // not a provider: none
+	if p, err := s.c.Provider(ctx, addr); err == nil && p.Provider != nil {
+		v.Provider = p
+	}
 	s.render(w, http.StatusOK, "account", page{Title: "Account " + addr.Hex(), Data: v})
 }
 
