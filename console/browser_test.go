@@ -91,6 +91,10 @@ func TestBrowserJobTimeline(t *testing.T) {
 	if authorized != 200 {
 		t.Fatalf("an action from the page after the token exchange: %d, want 200", authorized)
 	}
+	// New blocks join the list live.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#blocks tbody tr td a").textContent === document.getElementById("latest").textContent && document.querySelectorAll("#blocks tbody tr.new").length > 0`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("new blocks did not join the block list live: %v", err)
+	}
 	shot("explorer.png")
 
 	// The job page, then the job settles (cancelled) through the chain.
@@ -113,6 +117,10 @@ func TestBrowserJobTimeline(t *testing.T) {
 	e.cancelJob(t, id)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.__noReload === true && document.querySelector('#steps li[data-step="settled"]').classList.contains("done") && document.querySelector("#timeline tbody").textContent.includes("job_cancelled")`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Fatalf("the timeline did not reach settled live, without a reload: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("job-state").textContent === "cancelled" && document.getElementById("job-locked").textContent === "0ogpu"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("job-state").textContent + " / " + document.getElementById("job-locked").textContent`))
+		t.Fatalf("the job's state and escrow were not refreshed live (shown: %s): %v", state, err)
 	}
 	shot("job.png")
 }

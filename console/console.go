@@ -160,6 +160,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /search", s.search)
 	mux.HandleFunc("GET /jobs/{id}", s.job)
 	mux.HandleFunc("GET /api/events", s.events)
+	mux.HandleFunc("GET /api/jobs/{id}", s.jobAPI)
 	mux.HandleFunc("POST /api/session", s.session)
 	mux.HandleFunc("POST /api/whoami", s.authed(s.whoami))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

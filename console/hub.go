@@ -53,7 +53,7 @@ func (h *hub) run(ctx context.Context) {
 		}
 		backoff = time.Second
 		for b := range sub {
-			h.broadcast(b)
+			h.broadcast(b, h.meta(ctx, b.Height))
 			from = b.Height + 1
 		}
 	}
@@ -64,6 +64,18 @@ type blockMsg struct {
 	Height int64  `json:"height"`
 	Time   string `json:"time"`
 	Events int    `json:"events"`
+	Txs    int    `json:"txs"`
+	Hash   string `json:"hash"`
+}
+
+// meta reads block h's tx count and hash, once for every browser.
+func (h *hub) meta(ctx context.Context, height int64) blockMsg {
+	m := blockMsg{Txs: -1}
+	info, err := h.c.RPC.BlockchainInfo(ctx, height, height)
+	if err == nil && len(info.BlockMetas) == 1 {
+		m.Txs, m.Hash = info.BlockMetas[0].NumTxs, info.BlockMetas[0].BlockID.Hash.String()
+	}
+	return m
 }
 
 // jobMsg is the "job" event a job's stream gets.
@@ -72,8 +84,9 @@ type jobMsg struct {
 	Phase string `json:"phase"`
 }
 
-func (h *hub) broadcast(b node.BlockEvents) {
-	bm, _ := json.Marshal(blockMsg{Height: b.Height, Time: b.Time.UTC().Format(timeFormat), Events: len(b.Events)})
+func (h *hub) broadcast(b node.BlockEvents, m blockMsg) {
+	m.Height, m.Time, m.Events = b.Height, b.Time.UTC().Format(timeFormat), len(b.Events)
+	bm, _ := json.Marshal(m)
 	blockLine := []byte("event: block\ndata: " + string(bm) + "\n\n")
 	h.mu.Lock()
 	defer h.mu.Unlock()

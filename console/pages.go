@@ -31,10 +31,7 @@ const queryTimeout = 10 * time.Second
 
 var funcs = template.FuncMap{
 	"amount": func(a *uint256.Int) string {
-		if a == nil {
-			return "0 oGPU"
-		}
-		return types.FormatAmount(a) + " oGPU"
+		return types.FormatAmount(a)
 	},
 	"hex":  func(b []byte) string { return hex.EncodeToString(b) },
 	"time": func(t time.Time) string { return t.UTC().Format(timeFormat) },
@@ -440,4 +437,35 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Steps = stepper(v.Timeline)
 	s.render(w, http.StatusOK, "job", page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: v})
+}
+
+// jobState is /api/jobs/ID: what the job page refreshes on the job's events.
+type jobState struct {
+	State  string `json:"state"`
+	Phase  string `json:"phase"`
+	Locked string `json:"locked"`
+}
+
+func (s *Server) jobAPI(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	is := r.PathValue("id")
+	id, err := strconv.ParseUint(is, 10, 64)
+	if err != nil || id == 0 {
+		http.Error(w, fmt.Sprintf("job %q: want a job id, a number from 1", is), http.StatusBadRequest)
+		return
+	}
+	j, err := s.c.Job(ctx, id)
+	if err != nil {
+		var qe *node.QueryError
+		if errors.As(err, &qe) {
+			http.Error(w, qe.Log, http.StatusNotFound)
+			return
+		}
+		http.Error(w, s.c.Unreachable(err).Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(jobState{State: j.StateName, Phase: j.Phase, Locked: types.FormatAmount(j.Locked)})
 }

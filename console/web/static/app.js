@@ -41,8 +41,40 @@ function onJob(e) {
     li.classList.add("done");
     li.querySelector(".when").textContent = "#" + d.height;
   }
-  const st = document.getElementById("job-state");
-  if (st) st.textContent = d.type.replace(/_/g, " ");
+  refreshJob();
+}
+
+// refreshJob reads the job's state, phase and escrow after one of its events.
+async function refreshJob() {
+  const job = document.getElementById("job");
+  if (!job) return;
+  const r = await fetch("/api/jobs/" + encodeURIComponent(job.dataset.job), { credentials: "same-origin" });
+  if (!r.ok) return;
+  const j = await r.json();
+  for (const [id, v] of [["job-state", j.state], ["job-phase", j.phase], ["job-locked", j.locked]]) {
+    const el = document.getElementById(id);
+    if (el) el.textContent = v;
+  }
+}
+
+// onBlock prepends a new block to the first page of the block list.
+function onBlock(d) {
+  const table = document.getElementById("blocks");
+  if (!table || table.dataset.live === undefined) return;
+  const body = table.querySelector("tbody");
+  const first = body.querySelector("tr td a");
+  if (first && Number(first.textContent) >= d.height) return;
+  const tr = document.createElement("tr");
+  tr.className = "new";
+  const a = document.createElement("a");
+  a.href = "/blocks/" + d.height;
+  a.textContent = String(d.height);
+  cell(tr, "").appendChild(a);
+  cell(tr, d.time);
+  cell(tr, d.txs < 0 ? "?" : String(d.txs), "num");
+  cell(tr, d.hash, "mono dim");
+  body.insertBefore(tr, body.firstChild);
+  while (body.rows.length > 20) body.deleteRow(body.rows.length - 1);
 }
 
 function live() {
@@ -58,6 +90,7 @@ function live() {
     if (h) h.textContent = "#" + d.height;
     const latest = document.getElementById("latest");
     if (latest) latest.textContent = String(d.height);
+    onBlock(d);
   });
   es.addEventListener("job", onJob);
 }
