@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -353,4 +354,27 @@ func TestEventsStream(t *testing.T) {
 	if !strings.Contains(seen.String(), "event: block") || !strings.Contains(seen.String(), `"step":"settled"`) {
 		t.Fatalf("stream lacks blocks or the settled step:\n%s", seen.String())
 	}
+}
+
+// TestScriptInMemoEscaped: a transaction's memo is anyone's text; the
+// block and tx pages show a script in it as text.
+func TestScriptInMemoEscaped(t *testing.T) {
+	e := startEnv(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	memo := `<script>alert("memo")</script><img src=x onerror=alert(1)>`
+	bz, _, err := e.c.SignTx(ctx, e.keys[0], []types.RawMsg{(&escrow.MsgSend{To: crypto.PubkeyToAddress(e.keys[0].PublicKey), Amount: types.OGPU(1)}).Raw()}, node.BuildOptions{Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.c.BroadcastAndWait(ctx, bz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hx := fmt.Sprintf("%X", res.Hash)
+	body := wantPage(t, e, "/tx/"+hx, 200, "&lt;script&gt;alert(&#34;memo&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;", ">send<")
+	if strings.Contains(body, "<img src=x") {
+		t.Fatalf("an unescaped tag from the memo:\n%s", body)
+	}
+	wantPage(t, e, fmt.Sprintf("/blocks/%d", res.Height), 200, ">send<", hx[:12])
 }
