@@ -41,7 +41,7 @@ func needChromium(t *testing.T) string {
 // it writes 1280×800 screenshots of both pages.
 func TestBrowserJobTimeline(t *testing.T) {
 	bin := needChromium(t)
-	e := startEnv(t, 1)
+	e := startEnv(t, 3)
 	id, _ := e.postJob(t)
 
 	dir := os.Getenv(ScreenshotsEnv)
@@ -121,6 +121,29 @@ func TestBrowserJobTimeline(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("job-state").textContent === "cancelled" && document.getElementById("job-locked").textContent === "0ogpu"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("job-state").textContent + " / " + document.getElementById("job-locked").textContent`))
 		t.Fatalf("the job's state and escrow were not refreshed live (shown: %s): %v", state, err)
+	}
+	shot("job-cancelled.png")
+
+	// An awarded job whose providers never deliver: the page follows it
+	// live through award, the no-shows and settlement.
+	pool, claim := e.poolJob(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", e.srv.URL, pool)),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").classList.contains("on")`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the job page's event stream did not open: %v", err)
+	}
+	claim()
+	all := `window.__noReload === true && ["posted", "award", "results", "settled"].every(s => document.querySelector('#steps li[data-step="' + s + '"]').classList.contains("done"))`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](all, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#timeline tbody").textContent`))
+		t.Fatalf("the pool job's timeline did not reach settled live (shown: %s): %v", shown, err)
 	}
 	shot("job.png")
 }

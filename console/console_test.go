@@ -378,3 +378,81 @@ func TestScriptInMemoEscaped(t *testing.T) {
 	}
 	wantPage(t, e, fmt.Sprintf("/blocks/%d", res.Height), 200, ">send<", hx[:12])
 }
+
+// poolJob registers and bonds providers keys[1] and keys[2], posts a pool
+// job from keys[0] whose execute window is short, and returns its id and
+// the claims to send (the job is awarded when both land).
+func (e *env) poolJob(t *testing.T) (uint64, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	model := sha256.Sum256([]byte("console pool model"))
+	for _, p := range []int{1, 2} {
+		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-console-%d", p), Runtimes: []string{"llama.cpp"}, Models: []types.Hash{model}}
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("console pool input")),
+		Windows: market.Windows{Bid: 200, Execute: 10, Verify: 5}, Seal: sha256.Sum256([]byte("console pool seal")),
+	}
+	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, p := range []int{1, 2} {
+			if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: posted.Job}).Raw()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	return posted.Job, claim
+}
+
+// waitJobEnd waits until the job leaves bidding and running.
+func (e *env) waitJobEnd(t *testing.T, id uint64) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		j, err := e.c.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch j.StateName {
+		case "completed", "expired", "cancelled":
+			return j.StateName
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("job %d still %s", id, j.StateName)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestJobTimelineAwardedToSettled: an awarded job whose providers never
+// deliver runs through award, the no-shows and settlement; the page's
+// timeline shows every step with its heights from the indexer (the award
+// is a FinalizeBlock or claim event, the no-shows end-block events).
+func TestJobTimelineAwardedToSettled(t *testing.T) {
+	e := startEnv(t, 3)
+	id, claim := e.poolJob(t)
+	claim()
+	state := e.waitJobEnd(t, id)
+	body := wantPage(t, e, fmt.Sprintf("/jobs/%d", id), 200, "job_posted", state)
+	for _, step := range []string{"posted", "award", "results", "settled"} {
+		if !strings.Contains(body, fmt.Sprintf(`data-step="%s" class="done"`, step)) {
+			t.Errorf("step %s not done on the page of a %s job:\n%s", step, state, body)
+		}
+	}
+}
