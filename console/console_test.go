@@ -449,7 +449,7 @@ func TestJobTimelineAwardedToSettled(t *testing.T) {
 	id, claim := e.poolJob(t)
 	claim()
 	state := e.waitJobEnd(t, id)
-	body := wantPage(t, e, fmt.Sprintf("/jobs/%d", id), 200, "job_posted", state)
+	body := wantPage(t, e, fmt.Sprintf("/jobs/%d", id), 200, "job_posted", state, "max_price=1ogpu")
 	for _, step := range []string{"posted", "award", "results", "settled"} {
 		if !strings.Contains(body, fmt.Sprintf(`data-step="%s" class="done"`, step)) {
 			t.Errorf("step %s not done on the page of a %s job:\n%s", step, state, body)

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
+
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // timeFormat is how times are shown.
@@ -48,6 +51,12 @@ var jobEventTypes = func() []string {
 	return ts
 }()
 
+// amountKeys are the event attributes that are amounts (shown in oGPU).
+var amountKeys = map[string]bool{
+	"max_price": true, "locked": true, "price": true, "deposit": true, "refund": true, "paid": true,
+	"refunded": true, "compensated": true, "validator_fee": true, "amount": true, "slashed": true,
+}
+
 // Steps are the timeline's steps in order.
 var Steps = []string{"posted", "bids", "award", "results", "settled"}
 
@@ -78,7 +87,13 @@ func entryOf(job uint64, h int64, t time.Time, ev abci.Event) (timelineEntry, bo
 		if d != "" {
 			d += " · "
 		}
-		d += a.Key + "=" + a.Value
+		v := a.Value
+		if amountKeys[a.Key] {
+			if n, err := uint256.FromDecimal(v); err == nil {
+				v = types.FormatAmount(n)
+			}
+		}
+		d += a.Key + "=" + v
 	}
 	return timelineEntry{Height: h, Time: t.UTC().Format(timeFormat), Type: ev.Type, Step: step, Detail: d}, true
 }
