@@ -97,6 +97,16 @@ func TestBrowserJobTimeline(t *testing.T) {
 	}
 	shot("explorer.png")
 
+	// A script in the validator's moniker is shown as text, not run.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/validators"), chromedp.WaitVisible(chromedp.CSS("table.grid"))); err != nil {
+		t.Fatal(err)
+	}
+	asText, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("table.grid tbody td").textContent === `+fmt.Sprintf("%q", evilMoniker)+` && document.querySelectorAll("main script").length === 0`))
+	if err != nil || !asText {
+		t.Fatalf("the moniker %q is not shown as text (%v)", evilMoniker, err)
+	}
+	shot("validators.png")
+
 	// The job page, then the job settles (cancelled) through the chain.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", e.srv.URL, id)),
