@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ogpu-network/ogpu/node"
 )
@@ -132,7 +133,7 @@ func (s *Server) Run(ctx context.Context) { s.hub.run(ctx) }
 // too. The listener's addresses are allowed as Host.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.AllowListener(l.Addr())
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10e9}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go s.Run(ctx)
 	go func() {
 		<-ctx.Done()

@@ -43,6 +43,7 @@ func (h *hub) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		sub, err := h.c.Subscribe(ctx, from)
 		if err != nil {
+			from = 0 // e.g. pruned past from: go on from the next block
 			select {
 			case <-ctx.Done():
 				return
