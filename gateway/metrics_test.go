@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -16,25 +15,9 @@ import (
 // scrapeSeries GETs a /metrics URL and returns every sample by series.
 func scrapeSeries(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	out, err := metrics.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("bad sample %q", line)
-		}
-		out[line[:i]] = v
 	}
 	return out
 }

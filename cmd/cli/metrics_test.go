@@ -1,42 +1,24 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 )
 
 // scrapeMetrics GETs url and returns every sample by its series.
 func scrapeMetrics(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	out, err := metrics.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("bad sample %q", line)
-		}
-		out[line[:i]] = v
 	}
 	return out
 }
