@@ -110,6 +110,9 @@ type Report struct {
 	Bridge *BridgeReport
 	// Gateway is round 6: the OpenAI-compatible gateway over a session.
 	Gateway *GatewayReport
+	// Metrics are the ogpu_app_* families scraped from the devnet's
+	// /metrics after each round, summed over their labels.
+	Metrics []map[string]float64
 }
 
 // devnet is one run: the chain, its accounts and, from startAgents on,
@@ -127,6 +130,8 @@ type devnet struct {
 	round int
 	// eth is the simulated Ethereum of the bridge round (bridge.go).
 	eth *ethDevnet
+	// metricsURL is where the devnet serves its ogpu_* series (metrics.go).
+	metricsURL string
 	agents
 }
 
@@ -186,10 +191,18 @@ func (d *devnet) marketRounds(report *Report, rounds []func(*Report) error) erro
 	if err := d.startAgents(); err != nil {
 		return err
 	}
+	if err := d.startMetrics(); err != nil {
+		return err
+	}
 	for _, round := range rounds {
 		if err := round(report); err != nil {
 			return err
 		}
+		m, err := d.printMetrics(fmt.Sprintf("after round %d", d.round))
+		if err != nil {
+			return err
+		}
+		report.Metrics = append(report.Metrics, m)
 	}
 	return nil
 }

@@ -123,6 +123,20 @@ func TestDevnet(t *testing.T) {
 			t.Errorf("receipt %d of %s judged wrong=%v (the liar is %s)", i, r.Receipt.Provider, wrong, gw.Liar)
 		}
 	}
+	// The devnet's /metrics moved with the rounds: jobs, bids and awards
+	// grow, the liars' slashes and the session are counted.
+	if len(rep.Metrics) != 6 {
+		t.Fatalf("metrics after %d rounds, want 6", len(rep.Metrics))
+	}
+	first, last := rep.Metrics[0], rep.Metrics[5]
+	for _, f := range []string{"ogpu_app_jobs_posted_total", "ogpu_app_bids_total", "ogpu_app_awards_total", "ogpu_app_height"} {
+		if first[f] <= 0 || last[f] <= first[f] {
+			t.Errorf("%s: %g after round 1, %g after round 6: want it positive and growing", f, first[f], last[f])
+		}
+	}
+	if last["ogpu_app_slashes_total"] < 3 || last["ogpu_app_sessions_opened_total"] < 1 {
+		t.Errorf("slashes %g (three liars), sessions %g", last["ogpu_app_slashes_total"], last["ogpu_app_sessions_opened_total"])
+	}
 	if strings.Contains(out.String(), "!= the cap") || strings.Count(out.String(), "= the cap") < 9 {
 		t.Error("the supply check did not hold at every step")
 	}
