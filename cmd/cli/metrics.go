@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/cometbft/cometbft/libs/log"
 	"github.com/spf13/cobra"
 
 	"github.com/ogpu-network/ogpu/metrics"
@@ -35,45 +33,15 @@ func metricsAddr(cmd *cobra.Command) string {
 }
 
 // serveMetrics serves /metrics on the command's --metrics.laddr until ctx
-// ends (nothing when it is off); a busy address is an error now.
+// ends (metrics.Start: nothing when off, a busy chosen address an error).
 func serveMetrics(ctx context.Context, cmd *cobra.Command) error {
-	addr := metricsAddr(cmd)
-	if addr == "" {
-		return nil
-	}
-	ln, err := metrics.Listen(addr)
-	if err != nil {
-		return metricsDefaultBusy(cmd, err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", ln.Addr())
-	go func() {
-		if err := metrics.Serve(ctx, ln); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "metrics server stopped: %v\n", err)
-		}
-	}()
-	return nil
+	a, _ := cmd.Flags().GetString("metrics.laddr")
+	return metrics.Start(ctx, a, cmd.Flags().Changed("metrics.laddr"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-// metricsDefaultBusy turns a failure to serve on the default address into
-// a warning (several processes of one kind on a machine, e.g. a local
-// testnet's nodes, all start with the default): the process runs on
-// without metrics. An address the user chose must work.
-func metricsDefaultBusy(cmd *cobra.Command, err error) error {
-	if cmd.Flags().Changed("metrics.laddr") {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "warning: no metrics: %v\n", err)
-	return nil
-}
-
-// followMetrics feeds the chain's blocks to obs until ctx ends, in the
-// background; a failure is reported, never fatal to the process.
+// followMetrics feeds the chain's blocks to obs in the background.
 func followMetrics(ctx context.Context, errw io.Writer, c *node.Client, obs ...metrics.Observer) {
-	go func() {
-		if err := metrics.Follow(ctx, c, log.NewNopLogger(), obs...); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(errw, "metrics: %v\n", err)
-		}
-	}()
+	metrics.FollowInBackground(ctx, errw, c, obs...)
 }
 
 // providerMetrics starts the provider's series for addr: its own /metrics
@@ -88,12 +56,7 @@ func providerMetrics(ctx context.Context, cmd *cobra.Command, c *node.Client, ad
 			return err
 		}
 	}
-	t, err := metrics.NewProviderTracker(addr)
-	if err != nil {
-		return err
-	}
-	followMetrics(ctx, cmd.ErrOrStderr(), c, t)
-	return nil
+	return metrics.FollowProvider(ctx, cmd.ErrOrStderr(), c, addr)
 }
 
 // gatewayMetricsWrap is the gateway's metrics middleware, or nil when
@@ -102,11 +65,5 @@ func gatewayMetricsWrap(cmd *cobra.Command) (func(http.Handler) http.Handler, er
 	if metricsAddr(cmd) == "" {
 		return nil, nil
 	}
-	if _, err := metrics.Gateway(http.NotFoundHandler()); err != nil {
-		return nil, err
-	}
-	return func(h http.Handler) http.Handler {
-		w, _ := metrics.Gateway(h) // registered above: cannot fail
-		return w
-	}, nil
+	return metrics.GatewayWrap()
 }

@@ -201,14 +201,9 @@ func newStartCmd() *cobra.Command {
 				return err
 			}
 			defer closeSidecar()
-			metricsOn := metricsAddr(cmd) != ""
-			if metricsOn {
-				if err := metrics.EnableCometBFT(conf, metricsAddr(cmd)); err != nil {
-					if err := metricsDefaultBusy(cmd, err); err != nil {
-						return err
-					}
-					metricsOn = false
-				}
+			metricsOn, err := metrics.StartCometBFT(conf, metricsAddr(cmd), cmd.Flags().Changed("metrics.laddr"), cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
 			n, err := node.StartChainNode(ctx, conf, logger, opts...)
 			if err != nil {
