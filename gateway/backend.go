@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -132,4 +134,30 @@ type LaneReceipt struct {
 	Cumulative *uint256.Int `json:"cumulative"`
 	// Error is why the lane did not answer (empty: it did).
 	Error string `json:"error,omitempty"`
+}
+
+// NewBackend makes the backend of a gateway mode: "job" (one job per
+// request), "session" (leased sessions only) or "auto" (sessions, job
+// mode when none can be opened, and the audits' jobs). It also says in
+// words what it is.
+func NewBackend(cl *agent.Client, mode string, jc JobConfig, sc SessionConfig) (Backend, string, error) {
+	jb, err := NewJobBackend(cl, jc)
+	if err != nil {
+		return nil, "", err
+	}
+	job := "job mode: one on-chain job per request"
+	if jc.Pool {
+		job = "job mode: one pool job per request"
+	}
+	switch mode {
+	case "job":
+		return jb, job, nil
+	case "session":
+		b, err := NewSessionBackend(cl, sc, nil)
+		return b, "session mode: requests paid by vouchers on a leased session", err
+	case "auto", "":
+		b, err := NewSessionBackend(cl, sc, jb)
+		return b, "session mode, " + job + " when no session can be opened", err
+	}
+	return nil, "", fmt.Errorf("gateway mode %q: want session, job or auto", mode)
 }

@@ -316,23 +316,7 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 	return srv.Serve(ctx, ln, 10*time.Second)
 }
 
-// gatewayBackend makes the backend --mode asks for, and says what it is.
+// gatewayBackend makes the backend --mode asks for (gateway.NewBackend).
 func gatewayBackend(cl *agent.Client, gs gatewaySettings) (gateway.Backend, string, error) {
-	jb, err := gateway.NewJobBackend(cl, gs.jc)
-	if err != nil {
-		return nil, "", err
-	}
-	job := "job mode: one on-chain job per request"
-	if gs.jc.Pool {
-		job = "job mode: one pool job per request"
-	}
-	switch gs.mode {
-	case "job":
-		return jb, job, nil
-	case "session":
-		b, err := gateway.NewSessionBackend(cl, gs.sc, nil)
-		return b, "session mode: requests paid by vouchers on a leased session", err
-	}
-	b, err := gateway.NewSessionBackend(cl, gs.sc, jb)
-	return b, "session mode, " + job + " when no session can be opened", err
+	return gateway.NewBackend(cl, gs.mode, gs.jc, gs.sc)
 }
