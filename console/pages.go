@@ -245,6 +245,10 @@ func (s *Server) block(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "Block not found", fmt.Sprintf("block %d is not on this node: it has blocks %d to %d", h, st.SyncInfo.EarliestBlockHeight, st.SyncInfo.LatestBlockHeight))
 		return
 	}
+	if top, err := s.c.CommittedHeight(ctx); err == nil && h > top {
+		s.fail(w, r, http.StatusNotFound, "Block still executing", fmt.Sprintf("block %d is being executed; its results are stored in about a second: reload", h))
+		return
+	}
 	b, err := s.c.RPC.Block(ctx, &h)
 	if err != nil {
 		s.failNode(w, r, "block", err)

@@ -231,7 +231,7 @@ func runS1(tb testing.TB) *s1Result {
 		}()
 	}
 	defer func() { stopSpam(); wg.Wait() }()
-	start, err := c.committedHeight(ctx)
+	start, err := c.CommittedHeight(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func runS1(tb testing.TB) *s1Result {
 	h := r.Commit.Submitted
 	last := max(r.Commit.Height, r.Paid2x.Height, r.MinFee.Height)
 	if last == 0 {
-		last, _ = c.committedHeight(ctx)
+		last, _ = c.CommittedHeight(ctx)
 	}
 	for height := h + 1; height <= last; height++ {
 		b, err := c.RPC.Block(ctx, &height)
@@ -320,7 +320,7 @@ func s1Measure(tb testing.TB, ctx context.Context, c *Client, submit func() ([]b
 	tb.Helper()
 	var d s1Delay
 	var err error
-	d.Submitted, err = c.committedHeight(ctx)
+	d.Submitted, err = c.CommittedHeight(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -267,7 +267,7 @@ func (c *Client) BroadcastAndWait(ctx context.Context, bz []byte) (*ctypes.Resul
 // WaitHeight waits until the node has committed height h.
 func (c *Client) WaitHeight(ctx context.Context, h int64) error {
 	for {
-		if got, err := c.committedHeight(ctx); err == nil && got >= h {
+		if got, err := c.CommittedHeight(ctx); err == nil && got >= h {
 			return nil
 		}
 		select {
@@ -278,10 +278,11 @@ func (c *Client) WaitHeight(ctx context.Context, h int64) error {
 	}
 }
 
-// committedHeight is the height the application last committed: the
-// node's latest block height can be one ahead of it while the block
-// executes.
-func (c *Client) committedHeight(ctx context.Context) (int64, error) {
+// CommittedHeight is the height the application last committed, whose
+// results are stored: the node's latest block height (Status) can be one
+// ahead of it while the block executes, and BlockResults at that height
+// fails until it is done. Read results only up to this height.
+func (c *Client) CommittedHeight(ctx context.Context) (int64, error) {
 	info, err := c.RPC.ABCIInfo(ctx)
 	if err != nil {
 		return 0, err

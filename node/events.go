@@ -217,7 +217,7 @@ func (s *subscription) deliver(ctx context.Context, next, known int64, out chan<
 			// a block only once it is committed, so that a transaction
 			// sent in answer to its events is checked after it.
 			if next > committed {
-				h, err := s.c.committedHeight(ctx)
+				h, err := s.c.CommittedHeight(ctx)
 				if err != nil {
 					if ctx.Err() != nil {
 						return

@@ -514,7 +514,7 @@ func TestSubscribeDeliversCommittedBlocks(t *testing.T) {
 		}
 		for i := 0; i < 15; i++ {
 			be := <-sub
-			h, err := c.committedHeight(ctx)
+			h, err := c.CommittedHeight(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
