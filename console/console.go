@@ -52,6 +52,7 @@ const CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-a
 type Server struct {
 	c     *node.Client
 	token string
+	opt   Options
 	pages map[string]*template.Template
 	hub   *hub
 
@@ -59,12 +60,13 @@ type Server struct {
 	hosts map[string]bool
 }
 
-// New returns a console reading through c. token authorises actions; ""
-// makes a random one (see Token).
-func New(c *node.Client, token string) (*Server, error) {
+// New returns a console reading through c, with the account and agent
+// parts of o (nil ones: a read-only explorer for them).
+func New(c *node.Client, o Options) (*Server, error) {
 	if c == nil {
 		return nil, errors.New("console: no node client")
 	}
+	token := o.Token
 	if token == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -76,7 +78,8 @@ func New(c *node.Client, token string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{c: c, token: token, pages: pages, hub: newHub(c), hosts: map[string]bool{}}, nil
+	o.Token = token
+	return &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}}, nil
 }
 
 // Token is the secret that authorises actions.

@@ -77,7 +77,7 @@ func startEnv(t *testing.T, funded int) *env {
 	if err := e.c.WaitHeight(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if e.s, err = New(e.c, ""); err != nil {
+	if e.s, err = New(e.c, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(e.s.Handler())

@@ -32,7 +32,7 @@ func newConsoleCmd() *cobra.Command {
 			if _, err := c.RPC.Status(cmd.Context()); err != nil {
 				return c.Unreachable(err)
 			}
-			s, err := console.New(c, "")
+			s, err := console.New(c, console.Options{})
 			if err != nil {
 				return err
 			}
