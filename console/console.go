@@ -79,7 +79,11 @@ func New(c *node.Client, o Options) (*Server, error) {
 		return nil, err
 	}
 	o.Token = token
-	return &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}}, nil
+	s := &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}}
+	if ts, ok := o.Client.(textSource); ok {
+		ts.setTextSink(s.hub.text)
+	}
+	return s, nil
 }
 
 // Token is the secret that authorises actions.
@@ -167,6 +171,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{id}", s.jobAPI)
 	mux.HandleFunc("POST /api/session", s.session)
 	mux.HandleFunc("POST /api/whoami", s.authed(s.whoami))
+	mux.HandleFunc("GET /client", s.client)
+	mux.HandleFunc("POST /api/jobs", s.authed(s.postJob))
+	mux.HandleFunc("POST /api/jobs/{id}/cancel", s.authed(s.cancelJob))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "No such page", "There is no page at "+r.URL.Path+". Use the search box or the links above.")
 	})
@@ -181,7 +188,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", CSP)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer Chromium sends
+		// "Origin: null" on a form POST, which the Origin check refuses.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if !s.hostAllowed(r.Host) {
 			http.Error(w, fmt.Sprintf("host %q is not allowed: open the console at the address it printed (a DNS name pointing here is refused, against DNS rebinding)", r.Host), http.StatusMisdirectedRequest)
