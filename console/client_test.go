@@ -15,6 +15,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -172,5 +173,31 @@ func TestReadOnlyConsoleHasNoClient(t *testing.T) {
 	}
 	if strings.Contains(wantPage(t, e, "/", 200), "My jobs") {
 		t.Fatal("a read-only console links to a client page")
+	}
+}
+
+// TestModelChoices reads --model specs as the gateway does: a file is
+// hashed, a hash kept, anything else refused with the forms it takes.
+func TestModelChoices(t *testing.T) {
+	path, err := agent.FindModel()
+	if err != nil {
+		t.Skipf("no model: %v", err)
+	}
+	h := sha256.Sum256([]byte("m"))
+	got, err := ModelChoices([]string{"tiny=" + path, fmt.Sprintf("named=sha256:%x", h[:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "tiny" || got[0].Size == 0 || got[1].Name != "named" || got[1].Hash != types.Hash(h) || got[1].Size != 0 {
+		t.Fatalf("choices %+v", got)
+	}
+	want, _, err := hashFile(path)
+	if err != nil || got[0].Hash != want {
+		t.Fatalf("the file's hash %x, want %x (%v)", got[0].Hash, want, err)
+	}
+	for _, bad := range []string{"x=/no/such/file.gguf", "x=sha256:12", "justaname"} {
+		if _, err := ModelChoices([]string{bad}); err == nil || !strings.Contains(err.Error(), "want NAME=sha256:HEX") {
+			t.Errorf("--model %q: %v, want the forms it takes", bad, err)
+		}
 	}
 }

@@ -2,13 +2,17 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/gateway"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
@@ -179,4 +183,41 @@ func (a *AgentClient) Cancel(ctx context.Context, job uint64) error {
 		return fmt.Errorf("job %d: the cancel was accepted but no cancellation event was found: %w", job, err)
 	}
 	return nil
+}
+
+// ModelChoices reads the models a console posts jobs for, written as the
+// gateway's --model flags: NAME=sha256:HEX, NAME=FILE.gguf or FILE.gguf.
+// A file's hash and size are computed; a bare hash's size is unknown (0).
+func ModelChoices(specs []string) ([]ModelChoice, error) {
+	mcs, err := gateway.ParseModelSpecs(specs, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ModelChoice, 0, len(mcs))
+	for _, mc := range mcs {
+		m := ModelChoice{Name: mc.Name}
+		if mc.File == "" {
+			if m.Hash, err = gateway.ParseModelHash(mc.Model); err != nil {
+				return nil, err
+			}
+		} else if m.Hash, m.Size, err = hashFile(mc.File); err != nil {
+			return nil, fmt.Errorf("--model %s: %w", mc.File, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func hashFile(path string) (types.Hash, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return types.Hash{}, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return types.Hash{}, 0, err
+	}
+	return types.BytesToHash(h.Sum(nil)), uint64(n), nil
 }
