@@ -265,6 +265,27 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?msg=%s", id, url.QueryEscape("Cancelled: the escrow is refunded.")), http.StatusSeeOther)
 }
 
+// closeSession closes one of the console's own sessions early.
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	own, ok := s.ownAddress()
+	if !ok {
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpud console --from NAME`.")
+		return
+	}
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		s.fail(w, r, http.StatusBadRequest, "Bad session id", fmt.Sprintf("session %q: want a session id, a number from 1", r.PathValue("id")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), postTimeout)
+	defer cancel()
+	if err := s.opt.Client.CloseSession(ctx, id); err != nil {
+		s.fail(w, r, http.StatusConflict, "The session was not closed", err.Error())
+		return
+	}
+	http.Redirect(w, r, "/accounts/"+own.Hex()+"?msg="+url.QueryEscape(fmt.Sprintf("Session %d closed: what no voucher claimed is refunded after its grace window.", id)), http.StatusSeeOther)
+}
+
 // textSource is a ClientSide that relays the text of the jobs it runs.
 type textSource interface {
 	setTextSink(func(job uint64, text string))

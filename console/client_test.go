@@ -140,6 +140,9 @@ func TestClientActions(t *testing.T) {
 		{fmt.Sprintf("/api/jobs/%d/cancel", id), "", 401, "needs the console token"},
 		{"/api/jobs/999999/cancel", tok, 404, "not found"},
 		{"/api/jobs/x/cancel", tok, 400, "want a job id"},
+		{"/api/sessions/999/close", tok, 409, "no session 999"},
+		{"/api/sessions/999/close", "", 401, "needs the console token"},
+		{"/api/sessions/0/close", tok, 400, "want a session id"},
 	} {
 		if code, body, _ := form(t, srv.URL, c.path, c.token, origin, nil); code != c.status || !strings.Contains(body, c.says) {
 			t.Errorf("POST %s: %d %q, want %d saying %q", c.path, code, body, c.status, c.says)

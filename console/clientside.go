@@ -16,6 +16,7 @@ import (
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -220,4 +221,18 @@ func hashFile(path string) (types.Hash, uint64, error) {
 		return types.Hash{}, 0, err
 	}
 	return types.BytesToHash(h.Sum(nil)), uint64(n), nil
+}
+
+// CloseSession closes session id early (only its client may; the chain
+// says why not).
+func (a *AgentClient) CloseSession(ctx context.Context, id uint64) error {
+	res, err := a.c.Sender().Send(ctx, (&session.MsgCloseSession{Session: id}).Raw())
+	if err != nil {
+		return err
+	}
+	var ev session.EventClosed
+	if err := node.FindEvent(res, &ev); err != nil {
+		return fmt.Errorf("session %d: the close was accepted but no close event was found: %w", id, err)
+	}
+	return nil
 }

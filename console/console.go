@@ -174,6 +174,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /client", s.client)
 	mux.HandleFunc("POST /api/jobs", s.authed(s.postJob))
 	mux.HandleFunc("POST /api/jobs/{id}/cancel", s.authed(s.cancelJob))
+	mux.HandleFunc("POST /api/sessions/{id}/close", s.authed(s.closeSession))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "No such page", "There is no page at "+r.URL.Path+". Use the search box or the links above.")
 	})

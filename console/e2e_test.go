@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
@@ -31,6 +32,7 @@ type marketEnv struct {
 	client    *AgentClient
 	providers []*agent.Provider
 	model     ModelChoice
+	modelPath string
 }
 
 // startMarket starts the node, two providers (keys 1 and 2) and the
@@ -42,7 +44,7 @@ func startMarket(t *testing.T) *marketEnv {
 		t.Skipf("the model for the end-to-end console test is missing: %v", err)
 	}
 	e := startEnv(t, 4)
-	m := &marketEnv{env: e}
+	m := &marketEnv{env: e, modelPath: path}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -265,6 +267,52 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 		t.Fatalf("the client page's job row %q does not show job %d completed and its payment %s (%v)", row, id, types.FormatAmount(j.Paid), err)
 	}
 	shot("client.png")
+
+	// A session the client opened shows with its budget, and the page
+	// closes it early.
+	model, err := llm.Load(m.modelPath, llm.Options{Threads: 1, BatchSize: 64, ContextSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	sc, err := agent.OpenSession(ctx, agent.SessionClientConfig{Chain: m.c, Key: m.keys[0], Host: m.client.c.Host, Sender: m.client.c.Sender(), Model: model},
+		agent.SessionOrder{Model: m.model.Hash, ModelSize: m.model.Size, Lanes: 2, MaxPrice: types.OGPU(1), Budget: types.OGPU(5), Blocks: 300, Grace: 5,
+			Req: market.Requirements{MinStake: types.OGPU(0)}, Windows: market.Windows{Bid: 4, Reveal: 3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBtn := fmt.Sprintf("#close-session-%d", sc.ID())
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/client"), chromedp.WaitVisible(chromedp.CSS("#sessions"))); err != nil {
+		t.Fatal(err)
+	}
+	row, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#sessions tbody tr").textContent`))
+	sv, err := m.c.Session(ctx, sc.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := new(uint256.Int)
+	for _, l := range sv.Lanes {
+		budget.Add(budget, l.Budget)
+	}
+	if !strings.HasPrefix(row, fmt.Sprint(sc.ID())+"open") || !strings.Contains(row, types.FormatAmount(budget)) {
+		t.Fatalf("the session row %q does not show session %d open with its budget %s", row, sc.ID(), types.FormatAmount(budget))
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(closeBtn))); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		flash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState === "complete" && document.querySelector("main .good") ? document.querySelector("main .good").textContent : ""`))
+		if err == nil && strings.Contains(flash, fmt.Sprintf("Session %d closed", sc.ID())) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closing the session from the page showed no confirmation (%q, %v)", flash, err)
+		}
+	}
+	if v, err := m.c.Session(ctx, sc.ID()); err != nil || v.Phase == "open" {
+		t.Fatalf("session %d after the page closed it: %+v (%v)", sc.ID(), v, err)
+	}
+	shot("client-session-closed.png")
 }
 
 // screenshotDir is where the browser tests write screenshots.
