@@ -41,7 +41,7 @@ func startMarket(t *testing.T) *marketEnv {
 	t.Helper()
 	path, err := agent.FindModel()
 	if err != nil {
-		t.Skipf("the model for the end-to-end console test is missing: %v", err)
+		t.Fatalf("the end-to-end console test needs the shared model: %v", err)
 	}
 	e := startEnv(t, 4)
 	m := &marketEnv{env: e, modelPath: path}
