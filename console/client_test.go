@@ -81,6 +81,7 @@ func TestClientActions(t *testing.T) {
 		{"null origin", tok, "null", good, 403, "cross-origin request refused"},
 		{"empty prompt", tok, origin, with("prompt", "  "), 400, "the prompt is empty"},
 		{"huge prompt", tok, origin, with("prompt", strings.Repeat("a", maxPromptBytes+1)), 400, "bytes"},
+		{"huge body", tok, origin, with("prompt", strings.Repeat("a", 100<<10)), 400, "the form cannot be read"},
 		{"zero tokens", tok, origin, with("max_tokens", "0"), 400, "want a whole number from 1"},
 		{"too many tokens", tok, origin, with("max_tokens", "99999"), 400, "want a whole number from 1"},
 		{"tokens not a number", tok, origin, with("max_tokens", "ten"), 400, "want a whole number from 1"},
@@ -116,6 +117,14 @@ func TestClientActions(t *testing.T) {
 		t.Fatalf("job %d is not the form's: %+v (%v)", id, j, err)
 	}
 	wantPage(t, ce, fmt.Sprintf("/jobs/%d", id), 200, `id="cancel-job"`, `id="output"`, "Who can bid")
+
+	// A console follows at most MaxRunning jobs: a page cannot make its
+	// process run jobs without end.
+	client.MaxRunning = 1
+	if code, body, _ := form(t, srv.URL, "/api/jobs", tok, origin, good); code != 400 || !strings.Contains(body, "1 jobs of this console are still running") {
+		t.Fatalf("a post past MaxRunning: %d %q", code, body)
+	}
+	client.MaxRunning = DefaultMaxRunning
 
 	// Someone else's job cannot be cancelled from this console.
 	other := &market.MsgPostJob{

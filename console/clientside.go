@@ -20,9 +20,9 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// maxRunningJobs bounds the jobs one console follows at once (each serves
-// its prompt and holds a chain subscription until it settles).
-const maxRunningJobs = 16
+// DefaultMaxRunning bounds the jobs one console follows at once (each
+// serves its prompt and holds a chain subscription until it settles).
+const DefaultMaxRunning = 16
 
 // AgentClient is a ClientSide over a client agent: the process holds the
 // key, posts the job, serves its prompt to the winners, follows it until
@@ -31,6 +31,8 @@ type AgentClient struct {
 	// Windows are the auction and execution windows of the jobs it posts
 	// (zero: the chain's defaults).
 	Windows market.Windows
+	// MaxRunning bounds the jobs it follows at once (DefaultMaxRunning).
+	MaxRunning int
 
 	c      *agent.Client
 	models []ModelChoice
@@ -56,7 +58,7 @@ func ClientOf(ctx context.Context, c *agent.Client, models []ModelChoice, log *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &AgentClient{c: c, models: models, ctx: ctx, log: log, running: map[uint64]*runningJob{}}
+	return &AgentClient{c: c, models: models, ctx: ctx, log: log, running: map[uint64]*runningJob{}, MaxRunning: DefaultMaxRunning}
 }
 
 // Address is the client's account.
@@ -111,10 +113,10 @@ func (a *AgentClient) PostLLM(ctx context.Context, p PostLLM) (uint64, int64, er
 		return 0, 0, fmt.Errorf("model %s is not one this console posts jobs for: pick one of the list", p.Model.Hex())
 	}
 	a.mu.Lock()
-	busy := a.live() >= maxRunningJobs
+	busy := a.live() >= a.MaxRunning
 	a.mu.Unlock()
 	if busy {
-		return 0, 0, fmt.Errorf("%d jobs of this console are still running: wait for one to settle", maxRunningJobs)
+		return 0, 0, fmt.Errorf("%d jobs of this console are still running: wait for one to settle", a.MaxRunning)
 	}
 	type posted struct {
 		job    uint64
