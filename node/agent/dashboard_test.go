@@ -248,3 +248,27 @@ func TestSetPricingRefusedForAScript(t *testing.T) {
 		t.Errorf("the refused SetPricing replaced the script by %T", p.strategy())
 	}
 }
+
+// TestDecisionsBounded: a flood of posted jobs cannot grow the agent's
+// memory: it keeps the latest DecisionsKept decisions, newest first, and
+// SpeedsKept generations, oldest first; what a reader gets is a copy.
+func TestDecisionsBounded(t *testing.T) {
+	p := &Provider{dash: newDashboard()}
+	for i := range DecisionsKept + 50 {
+		p.decided(uint64(i), 0, uint256.NewInt(uint64(i)), "sealed bid")
+	}
+	ds := p.Decisions()
+	if len(ds) != DecisionsKept || ds[0].Job != DecisionsKept+49 || ds[len(ds)-1].Job != 50 {
+		t.Fatalf("%d decisions from job %d to %d: want the latest %d, newest (%d) first", len(ds), ds[0].Job, ds[len(ds)-1].Job, DecisionsKept, DecisionsKept+49)
+	}
+	ds[0].Price.SetUint64(0)
+	if again := p.Decisions(); again[0].Price.Uint64() != DecisionsKept+49 {
+		t.Fatal("changing a returned decision's price changed the agent's")
+	}
+	for i := range SpeedsKept + 1 {
+		p.dash.speeds.push(SpeedSample{Tokens: i})
+	}
+	if ss := p.Speeds(); len(ss) != SpeedsKept || ss[0].Tokens != 1 || ss[len(ss)-1].Tokens != SpeedsKept {
+		t.Fatalf("%d speeds from %d to %d: want the latest %d, oldest first", len(ss), ss[0].Tokens, ss[len(ss)-1].Tokens, SpeedsKept)
+	}
+}
