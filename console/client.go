@@ -161,7 +161,7 @@ func (s *Server) sessionsOf(ctx context.Context, addr types.Address) ([]uint64, 
 func (s *Server) client(w http.ResponseWriter, r *http.Request) {
 	own, ok := s.ownAddress()
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key. Start it with `ogpud console --from NAME` to post and follow jobs from this page.")
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key. Start it with `ogpu console --from NAME` to post and follow jobs from this page.")
 		return
 	}
 	http.Redirect(w, r, "/accounts/"+own.Hex(), http.StatusSeeOther)
@@ -171,7 +171,7 @@ func (s *Server) client(w http.ResponseWriter, r *http.Request) {
 // by this process, and sends the browser to the job's page.
 func (s *Server) postJob(w http.ResponseWriter, r *http.Request) {
 	if s.opt.Client == nil {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpud console --from NAME`.")
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 2*maxPromptBytes)
@@ -239,7 +239,7 @@ func parsePostForm(r *http.Request) (PostLLM, error) {
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	own, ok := s.ownAddress()
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpud console --from NAME`.")
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
 		return
 	}
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
@@ -269,7 +269,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	own, ok := s.ownAddress()
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpud console --from NAME`.")
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
 		return
 	}
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)

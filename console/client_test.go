@@ -178,7 +178,7 @@ func TestClientActions(t *testing.T) {
 // client page and refuses posts with the remedy, even with the token.
 func TestReadOnlyConsoleHasNoClient(t *testing.T) {
 	e := startEnv(t, 1)
-	wantPage(t, e, "/client", 404, "ogpud console --from NAME")
+	wantPage(t, e, "/client", 404, "ogpu console --from NAME")
 	code, body, _ := form(t, e.srv.URL, "/api/jobs", e.s.Token(), e.srv.URL, url.Values{"prompt": {"x"}})
 	if code != 404 || !strings.Contains(body, "holds no client key") {
 		t.Fatalf("post on a read-only console: %d %q", code, body)

@@ -20,6 +20,10 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
+// DefaultWindows are the windows of a job posted from the page: those of
+// `ogpu job run`.
+var DefaultWindows = market.Windows{Bid: 5, Reveal: 5, Execute: 40, Verify: 20}
+
 // DefaultMaxRunning bounds the jobs one console follows at once (each
 // serves its prompt and holds a chain subscription until it settles).
 const DefaultMaxRunning = 16
@@ -29,7 +33,7 @@ const DefaultMaxRunning = 16
 // it settles, and relays its generated text to the console.
 type AgentClient struct {
 	// Windows are the auction and execution windows of the jobs it posts
-	// (zero: the chain's defaults).
+	// (DefaultWindows).
 	Windows market.Windows
 	// MaxRunning bounds the jobs it follows at once (DefaultMaxRunning).
 	MaxRunning int
@@ -58,7 +62,7 @@ func ClientOf(ctx context.Context, c *agent.Client, models []ModelChoice, log *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &AgentClient{c: c, models: models, ctx: ctx, log: log, running: map[uint64]*runningJob{}, MaxRunning: DefaultMaxRunning}
+	return &AgentClient{c: c, models: models, ctx: ctx, log: log, running: map[uint64]*runningJob{}, MaxRunning: DefaultMaxRunning, Windows: DefaultWindows}
 }
 
 // Address is the client's account.

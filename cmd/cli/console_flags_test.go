@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
 )
@@ -21,12 +23,18 @@ import (
 // ends, and returns the console URL it prints ("console: open URL").
 func runInBackground(t *testing.T, args ...string) (base, token string) {
 	t.Helper()
+	return runRootInBackground(t, NewOgpudCommand, args...)
+}
+
+// runRootInBackground is runInBackground for the command tree newRoot.
+func runRootInBackground(t *testing.T, newRoot func() *cobra.Command, args ...string) (base, token string) {
+	t.Helper()
 	prev := slog.Default()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		cmd := NewOgpudCommand()
+		cmd := newRoot()
 		cmd.SetOut(pw)
 		cmd.SetErr(io.Discard)
 		cmd.SetArgs(args)
@@ -147,4 +155,68 @@ func TestStartConsole(t *testing.T) {
 		"--metrics.laddr", "off", "--validator-agent=false"}
 	base, token := runInBackground(t, append(flags, "--console", "127.0.0.1:0")...)
 	consoleServes(t, base, token)
+}
+
+// TestClientConsole: `ogpu console --from` serves the console of the
+// client's own account: its page's form, POSTed with the token, posts a
+// job signed by this process for the --model file; without the token the
+// form is refused and nothing is posted.
+func TestClientConsole(t *testing.T) {
+	model, err := agent.FindModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startSplitEnv(t, 0)
+	base, token := runRootInBackground(t, NewOgpuCommand, append(append([]string{"console"}, e.base...),
+		"--from", "client", "--model", "tiny="+model, "--laddr", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0")...)
+	consoleServes(t, base, token)
+	res, err := http.Get(base + "/client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(page), `id="post-job"`) || !strings.Contains(string(page), ">tiny · ") {
+		t.Fatalf("GET /client (redirected to the account): %d, no post form for the tiny model:\n%.400s", res.StatusCode, page)
+	}
+	hash, size, err := modelArg(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"model": {hash.Hex()}, "prompt": {"Once upon a time"}, "max_tokens": {"8"}, "redundancy": {"2"}, "max_price": {"1ogpu"}}
+	post := func(tok string) *http.Response {
+		req, _ := http.NewRequest("POST", base+"/api/jobs", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		if tok != "" {
+			req.Header.Set("X-Ogpu-Token", tok)
+		}
+		res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther {
+			t.Logf("POST /api/jobs: %d: %s", res.StatusCode, b)
+		}
+		return res
+	}
+	if r := post(""); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a post without the token: %d", r.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if jobs, err := e.c.Jobs(ctx, ""); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs on chain after a refused post: %d (%v)", len(jobs), err)
+	}
+	r := post(token)
+	var id uint64
+	if _, err := fmt.Sscanf(r.Header.Get("Location"), "/jobs/%d", &id); r.StatusCode != http.StatusSeeOther || err != nil {
+		t.Fatalf("a post with the token: %d to %q", r.StatusCode, r.Header.Get("Location"))
+	}
+	j, err := e.c.Job(ctx, id)
+	if err != nil || j.Model != hash || j.ModelSize != size || j.MaxTokens != 8 {
+		t.Fatalf("job %d is not the form's: %+v (%v)", id, j, err)
+	}
 }

@@ -60,7 +60,7 @@ HOME/config.toml (keys node, chain-id, output, password-file).`,
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("password-file", "", "read the key password from this file (first line)")
 	pf.Bool("lightkdf", false, "new keys use light scrypt parameters (faster, weaker; as geth's --lightkdf)")
-	root.AddCommand(newKeysCmd(), newTxCmd(), newQueryCmd(), newStatusCmd(), newJobCmd(), newHECmd(), newModelCmd(), newBridgeCmd(), newGatewayCmd())
+	root.AddCommand(newKeysCmd(), newTxCmd(), newQueryCmd(), newStatusCmd(), newJobCmd(), newHECmd(), newModelCmd(), newBridgeCmd(), newGatewayCmd(), newClientConsoleCmd())
 	return root
 }
 
