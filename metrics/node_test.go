@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"fmt"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +83,10 @@ func TestMetricsNodeJob(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	n, err := node.StartChainNode(ctx, conf, log.NewNopLogger(), chain.WithInvariants())
+	inProcess := httptest.NewServer(Handler()) // still serves once the node (and its endpoint) stopped
+	defer inProcess.Close()
+	preStart := scrape(t, inProcess.URL)
+	n, err := node.StartChainNodeWrapped(ctx, conf, log.NewNopLogger(), TimeFinalizeBlock, chain.WithInvariants())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +95,7 @@ func TestMetricsNodeJob(t *testing.T) {
 	if err := c.WaitHeight(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	app, err := NewApp()
+	app, err := NewApp(WithState(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +106,8 @@ func TestMetricsNodeJob(t *testing.T) {
 	followCtx, stopFollow := context.WithCancel(ctx)
 	followed := make(chan error, 1)
 	go func() { followed <- Follow(followCtx, c, nil, app, tracker) }()
-	t.Cleanup(func() { stopFollow(); <-followed })
+	stopFollowing := sync.OnceFunc(func() { stopFollow(); <-followed })
+	t.Cleanup(stopFollowing)
 
 	url := "http://" + laddr + "/metrics"
 	before := scrape(t, url)
@@ -156,6 +162,25 @@ func TestMetricsNodeJob(t *testing.T) {
 	send(prov1, (&market.MsgClaimTask{Job: job}).Raw())
 	send(prov2, (&market.MsgClaimTask{Job: job}).Raw())
 	waitPhase(job, func(j *chainJob) bool { return j.slots == 2 })
+	// Awarded, nothing else open: the state gauges say so once the
+	// follower reaches the award's block, and escrow is the job's.
+	jv, err := c.Job(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awardedAt, err := c.CommittedHeight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := waitFollowed(t, url, awardedAt)
+	for state, want := range map[string]float64{"bidding": 0, "revealing": 0, "running": 1} {
+		if got := running[`ogpu_app_jobs{state="`+state+`"}`]; got != want {
+			t.Errorf("ogpu_app_jobs{state=%q} = %v with job %d awarded and nothing else posted, want %v", state, got, job, want)
+		}
+	}
+	if got, want := running["ogpu_app_escrow_locked_ogpu"], toOGPU(jv.Locked); want <= 0 || got != want {
+		t.Errorf("ogpu_app_escrow_locked_ogpu = %v, job %d locks %v", got, job, want)
+	}
 	result := sha256.Sum256([]byte("the answer"))
 	salts := map[int]types.Hash{prov1: sha256.Sum256([]byte("salt1")), prov2: sha256.Sum256([]byte("salt2"))}
 	for _, p := range []int{prov1, prov2} {
@@ -213,6 +238,62 @@ func TestMetricsNodeJob(t *testing.T) {
 	for _, m := range mismatches() {
 		t.Error(m)
 	}
+
+	// Job 3: nobody claims it; the end of its close block expires it.
+	job3 := post(3, 3)
+	waitPhase(job3, func(j *chainJob) bool { return j.state == "expired" })
+	endAt, err := c.CommittedHeight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := waitFollowed(t, url, endAt)
+	for _, state := range []string{"bidding", "revealing", "running"} {
+		if got := end[`ogpu_app_jobs{state="`+state+`"}`]; got != 0 {
+			t.Errorf("ogpu_app_jobs{state=%q} = %v after every job ended", state, got)
+		}
+	}
+	sup, err := c.Supply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := end["ogpu_app_escrow_locked_ogpu"]; got != 0 || !sup.Locked.IsZero() {
+		t.Errorf("ogpu_app_escrow_locked_ogpu = %v after every job ended (the chain locks %s)", got, sup.Locked)
+	}
+	if got, want := end["ogpu_app_bonded_ogpu"], toOGPU(sup.Bonded); got != want {
+		t.Errorf("ogpu_app_bonded_ogpu = %v, the chain bonds %v", got, want)
+	}
+	if got := end["ogpu_app_state_query_errors_total"] - before["ogpu_app_state_query_errors_total"]; got != 0 {
+		t.Errorf("%v /stats queries failed", got)
+	}
+
+	// FinalizeBlock was timed once per block, outside the state machine:
+	// stop the node and count. Pool awards happen in transactions, not at
+	// a close: the only auction closed is job 3's expiry.
+	stopFollowing()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := float64(n.BlockStore().Height())
+	final := scrape(t, inProcess.URL)
+	fdelta := func(series string) float64 { return final[series] - preStart[series] }
+	var timed float64
+	for _, b := range []string{"0", "1-9", "10-99", "100+"} {
+		timed += fdelta(`ogpu_app_finalize_block_seconds_count{auctions="` + b + `"}`)
+	}
+	if timed != blocks {
+		t.Errorf("ogpu_app_finalize_block_seconds counted %v blocks, the node executed %v", timed, blocks)
+	}
+	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 1 {
+		t.Errorf("%v blocks closed auctions, want 1 (job 3's expiry)", got)
+	}
+	if got := fdelta(`ogpu_app_finalize_block_seconds_sum{auctions="0"}`); got <= 0 {
+		t.Errorf("FinalizeBlock took %v s in all", got)
+	}
+	for result, want := range map[string]float64{"expired": 1, "awarded": 0} {
+		if got := fdelta(`ogpu_app_auctions_closed_total{result="` + result + `"}`); got != want {
+			t.Errorf("ogpu_app_auctions_closed_total{result=%q} moved by %v, want %v", result, got, want)
+		}
+	}
 	if after["ogpu_provider_tasks_running"] != 0 {
 		t.Errorf("ogpu_provider_tasks_running = %v after both jobs settled", after["ogpu_provider_tasks_running"])
 	}
@@ -236,6 +317,22 @@ func TestMetricsNodeJob(t *testing.T) {
 	}
 	if !found {
 		t.Error("no ogpu_build_info")
+	}
+}
+
+// waitFollowed scrapes url until the follower has seen height h.
+func waitFollowed(t *testing.T, url string, h int64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := scrape(t, url)
+		if s["ogpu_app_height"] >= float64(h) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics follower is at height %v, the chain at %d", s["ogpu_app_height"], h)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
