@@ -50,10 +50,15 @@ func key(t *testing.T, i int) *ecdsa.PrivateKey {
 // providers (claims, award, result commits and reveals, settlement) and a
 // second job nobody delivers (no-shows, slashes), and scrapes /metrics
 // over HTTP: cometbft_* and ogpu_* series are served together, and the
-// ogpu_* ones moved by exactly what the chain did.
+// ogpu_* ones moved by exactly what the chain did. The state series say
+// one job running with its escrow while job 1 runs, and nothing open or
+// locked once every job ended. A job nobody claims expires and a
+// sealed-bid job is awarded: the FinalizeBlock timer, put between
+// CometBFT and the app as `ogpud start` puts it, timed every block the
+// node executed, two of them as closing auctions.
 func TestMetricsNodeJob(t *testing.T) {
-	const client, prov1, prov2 = 0, 1, 2
-	keys := []*ecdsa.PrivateKey{key(t, 0), key(t, 1), key(t, 2)}
+	const client, prov1, prov2, prov3, prov4 = 0, 1, 2, 3, 4
+	keys := []*ecdsa.PrivateKey{key(t, 0), key(t, 1), key(t, 2), key(t, 3), key(t, 4)}
 	addr := func(i int) types.Address { return crypto.PubkeyToAddress(keys[i].PublicKey) }
 	home := t.TempDir()
 	conf, err := node.LocalConfig(home, 100*time.Millisecond)
@@ -266,9 +271,41 @@ func TestMetricsNodeJob(t *testing.T) {
 		t.Errorf("%v /stats queries failed", got)
 	}
 
+	// Job 4: a sealed-bid auction, bids committed and revealed by two
+	// providers registered now (the others are jailed): awarded at its
+	// close, at the end of a block.
+	bidders := []int{prov3, prov4}
+	for _, p := range bidders {
+		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-metrics-%d", p), Runtimes: []string{"llama.cpp"}, Models: []types.Hash{model}}
+		send(p, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw())
+	}
+	auction := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("metrics input")),
+		Windows: market.Windows{Bid: 5, Reveal: 10, Execute: 100, Verify: 100}, Seal: sha256.Sum256([]byte("metrics seal")),
+	}
+	res, err := node.NewSender(c, keys[client]).Send(ctx, auction.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		t.Fatal(err)
+	}
+	job4 := posted.Job
+	price, salt := types.OGPU(1), sha256.Sum256([]byte("bid salt"))
+	for _, p := range bidders {
+		send(p, (&market.MsgCommitBid{Job: job4, Commitment: market.BidCommitment(job4, 0, price, salt, addr(p))}).Raw())
+	}
+	waitPhase(job4, func(j *chainJob) bool { return j.state == "revealing" })
+	for _, p := range bidders {
+		send(p, (&market.MsgRevealBid{Job: job4, Price: price, Salt: salt}).Raw())
+	}
+	waitPhase(job4, func(j *chainJob) bool { return j.state == "running" })
+
 	// FinalizeBlock was timed once per block, outside the state machine:
 	// stop the node and count. Pool awards happen in transactions, not at
-	// a close: the only auction closed is job 3's expiry.
+	// a close: the auctions closed are job 3's expiry and job 4's award.
 	stopFollowing()
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -283,13 +320,13 @@ func TestMetricsNodeJob(t *testing.T) {
 	if timed != blocks {
 		t.Errorf("ogpu_app_finalize_block_seconds counted %v blocks, the node executed %v", timed, blocks)
 	}
-	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 1 {
-		t.Errorf("%v blocks closed auctions, want 1 (job 3's expiry)", got)
+	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 2 {
+		t.Errorf("%v blocks closed auctions, want 2 (job 3's expiry, job 4's award)", got)
 	}
 	if got := fdelta(`ogpu_app_finalize_block_seconds_sum{auctions="0"}`); got <= 0 {
 		t.Errorf("FinalizeBlock took %v s in all", got)
 	}
-	for result, want := range map[string]float64{"expired": 1, "awarded": 0} {
+	for result, want := range map[string]float64{"expired": 1, "awarded": 1} {
 		if got := fdelta(`ogpu_app_auctions_closed_total{result="` + result + `"}`); got != want {
 			t.Errorf("ogpu_app_auctions_closed_total{result=%q} moved by %v, want %v", result, got, want)
 		}
