@@ -282,7 +282,7 @@ func TestMetricsNodeJob(t *testing.T) {
 	auction := &market.MsgPostJob{
 		Kind: market.KindInference, Mode: market.ModeAuction, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
 		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("metrics input")),
-		Windows: market.Windows{Bid: 5, Reveal: 10, Execute: 100, Verify: 100}, Seal: sha256.Sum256([]byte("metrics seal")),
+		Windows: market.Windows{Bid: 10, Reveal: 10, Execute: 100, Verify: 100}, Seal: sha256.Sum256([]byte("metrics seal")),
 	}
 	res, err := node.NewSender(c, keys[client]).Send(ctx, auction.Raw())
 	if err != nil {
