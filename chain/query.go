@@ -189,6 +189,9 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		if !ok && err == nil {
 			v, ok, err = sessionQuery(snap, path)
 		}
+		if !ok && err == nil {
+			v, ok, err = statsQuery(snap, path)
+		}
 		if err != nil {
 			return nil, err
 		}

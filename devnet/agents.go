@@ -13,6 +13,7 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/node/pricing"
@@ -207,7 +208,8 @@ func (d *devnet) newHost(name string, key *ecdsa.PrivateKey, access *agent.Acces
 		return nil, nil, err
 	}
 	cfg := p2p.Config{Key: key, Store: store, Bootstrap: bootstrap, Logger: d.logger(name),
-		Listen: []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}}
+		Listen:      []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"},
+		OnBlobBytes: metrics.ObserveBlobBytes}
 	if access != nil {
 		cfg.Authorize = access.Authorize
 	}

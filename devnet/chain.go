@@ -13,6 +13,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -75,7 +76,8 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 	if err := node.WriteHexKey(node.BridgeKeyFile(d.home), d.eth.bridgeKey); err != nil {
 		return nil, err
 	}
-	n, err := node.StartChainNode(d.ctx, conf, log.NewNopLogger(), chain.WithInvariants(), signer)
+	// Its blocks are timed for ogpu_app_finalize_block_seconds (metrics.go).
+	n, err := node.StartChainNodeWrapped(d.ctx, conf, log.NewNopLogger(), metrics.TimeFinalizeBlock, chain.WithInvariants(), signer)
 	if err != nil {
 		return nil, err
 	}

@@ -143,6 +143,16 @@ func TestDevnet(t *testing.T) {
 			t.Errorf("%s: %g after round 1, %g after round 7: want it positive and growing", f, first[f], last[f])
 		}
 	}
+	// Blocks are timed and auctions closed; the agents moved blobs; the
+	// state series read the chain at every block.
+	for _, f := range []string{"ogpu_app_finalize_block_seconds_count", "ogpu_app_auctions_closed_total"} {
+		if first[f] <= 0 || last[f] <= first[f] {
+			t.Errorf("%s: %g after round 1, %g after round 6: want it positive and growing", f, first[f], last[f])
+		}
+	}
+	if last["ogpu_blob_bytes_total"] <= 0 || last["ogpu_app_bonded_ogpu"] <= 0 || last["ogpu_app_state_query_errors_total"] != 0 {
+		t.Errorf("blob bytes %g, bonded %g oGPU, %g failed /stats queries", last["ogpu_blob_bytes_total"], last["ogpu_app_bonded_ogpu"], last["ogpu_app_state_query_errors_total"])
+	}
 	if last["ogpu_app_slashes_total"] < 3 || last["ogpu_app_sessions_opened_total"] < 1 {
 		t.Errorf("slashes %g (three liars), sessions %g", last["ogpu_app_slashes_total"], last["ogpu_app_sessions_opened_total"])
 	}

@@ -27,7 +27,7 @@ var metricsShown = []struct{ family, name string }{
 
 // startMetrics serves the metrics until the agents stop.
 func (d *devnet) startMetrics() error {
-	app, err := metrics.NewApp()
+	app, err := metrics.NewApp(metrics.WithState(d.c))
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,55 @@ func TestGatewayMetrics(t *testing.T) {
 		t.Errorf("spent moved by %v oGPU, the answer charged %v", spent, want)
 	}
 }
+
+// TestGatewaySessionMetrics: a real gateway in session mode on a real
+// chain with two llama.cpp providers, its open sessions watched as
+// `ogpu gateway --metrics.laddr` watches them: none before the first
+// request, the one it opened while it serves (one request in mode
+// session), none once it stopped and closed it on chain.
+func TestGatewaySessionMetrics(t *testing.T) {
+	n := newTestNet(t, false)
+	n.provider("prov1", 40, false)
+	n.provider("prov2", 50, false)
+	dir := t.TempDir()
+	cfg := n.config(dir)
+	if _, err := metrics.Gateway(http.NotFoundHandler()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Wrap = func(h http.Handler) http.Handler { w, _ := metrics.Gateway(h); return w }
+	g, _ := n.sessionGateway(cfg, n.sessionConfig(dir), false)
+	metrics.WatchGatewaySessions(func() int { return len(g.b.Sessions()) })
+	defer metrics.WatchGatewaySessions(nil)
+	ms := httptest.NewServer(metrics.Handler())
+	defer ms.Close()
+
+	const open = "ogpu_gateway_sessions_open"
+	before := scrapeSeries(t, ms.URL)
+	if before[open] != 0 {
+		t.Fatalf("%s = %v before any request", open, before[open])
+	}
+	var chat sessionAnswer
+	decode(t, g.call(t, "POST", "/v1/chat/completions", storyChat, nil), 200, &chat)
+	if chat.Ogpu == nil || chat.Ogpu.Session == "" {
+		t.Fatalf("answer %+v: not served by a session", chat.Ogpu)
+	}
+	during := scrapeSeries(t, ms.URL)
+	if got, want := during[open], float64(len(g.b.Sessions())); got != 1 || got != want {
+		t.Errorf("%s = %v while serving, the backend holds %v, want 1", open, got, want)
+	}
+	const served = `ogpu_gateway_requests_total{code="200",endpoint="/v1/chat/completions",mode="session"}`
+	if got := during[served] - before[served]; got != 1 {
+		t.Errorf("%s moved by %v, want 1", served, got)
+	}
+	id, err := strconv.ParseUint(chat.Ogpu.Session, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.stop()
+	if got := scrapeSeries(t, ms.URL)[open]; got != 0 {
+		t.Errorf("%s = %v after the gateway stopped", open, got)
+	}
+	if v, err := n.c.Session(n.ctx, id); err != nil || !v.Closed {
+		t.Errorf("session %d after the gateway stopped: %+v %v", id, v, err)
+	}
+}

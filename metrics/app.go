@@ -53,23 +53,34 @@ func appCollectors() []prometheus.Collector {
 
 // App turns committed blocks into the ogpu_app_* series. Give it every
 // block once, in order (Follow does): it keeps no state of its own.
-type App struct{}
+// WithState adds the series read from the chain's state at each block.
+type App struct {
+	chain *node.Client
+}
 
 // NewApp registers the series (once per process) and returns the observer.
-func NewApp() (*App, error) {
+func NewApp(opts ...AppOption) (*App, error) {
 	if err := Register(); err != nil {
 		return nil, err
 	}
-	return &App{}, nil
+	a := &App{}
+	for _, o := range opts {
+		o(a)
+	}
+	return a, nil
 }
 
-// ObserveBlock counts block b's events.
-func (*App) ObserveBlock(b node.BlockEvents) {
+// ObserveBlock counts block b's events and, WithState, reads the state
+// at b's height.
+func (a *App) ObserveBlock(b node.BlockEvents) {
 	appHeight.Set(float64(b.Height))
 	appBlockTxs.Set(float64(b.Txs))
 	appTxs.Add(float64(b.Txs))
 	for _, ev := range b.Events {
 		observeAppEvent(ev)
+	}
+	if a.chain != nil {
+		a.observeState(b.Height)
 	}
 }
 

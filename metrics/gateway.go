@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holiman/uint256"
@@ -27,14 +28,35 @@ var (
 		Buckets: latencyBuckets}, []string{"endpoint", "mode"})
 	gwSpent = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "gateway", Name: "spent_ogpu_total",
 		Help: "oGPU the gateway spent (float, for charts): requests' actual costs and session fees, as its ledger counts them."})
+	gwSessionsOpen = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "gateway", Name: "sessions_open",
+		Help: "Sessions the gateway holds open for requests (each model's current and next), read at each scrape."},
+		func() float64 {
+			if f := gwSessions.Load(); f != nil {
+				return float64((*f)())
+			}
+			return 0
+		})
+	gwSessions atomic.Pointer[func() int]
 )
+
+// WatchGatewaySessions makes ogpu_gateway_sessions_open read count at
+// every scrape: the session backend's warm sessions
+// (len(SessionBackend.Sessions())). One gateway per process: the last
+// call wins; nil stops watching.
+func WatchGatewaySessions(count func() int) {
+	if count == nil {
+		gwSessions.Store(nil)
+		return
+	}
+	gwSessions.Store(&count)
+}
 
 // latencyBuckets span a llama-server's milliseconds to a slow chain's
 // auction (tens of seconds).
 var latencyBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4, 6, 8, 12, 20, 30, 60, 120}
 
 func gatewayCollectors() []prometheus.Collector {
-	return []prometheus.Collector{gwRequests, gwInFlight, gwDuration, gwTTFT, gwSpent}
+	return []prometheus.Collector{gwRequests, gwInFlight, gwDuration, gwTTFT, gwSpent, gwSessionsOpen}
 }
 
 // AddGatewaySpent counts amount (base units) as spent by the gateway.

@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"fmt"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,10 +50,15 @@ func key(t *testing.T, i int) *ecdsa.PrivateKey {
 // providers (claims, award, result commits and reveals, settlement) and a
 // second job nobody delivers (no-shows, slashes), and scrapes /metrics
 // over HTTP: cometbft_* and ogpu_* series are served together, and the
-// ogpu_* ones moved by exactly what the chain did.
+// ogpu_* ones moved by exactly what the chain did. The state series say
+// one job running with its escrow while job 1 runs, and nothing open or
+// locked once every job ended. A job nobody claims expires and a
+// sealed-bid job is awarded: the FinalizeBlock timer, put between
+// CometBFT and the app as `ogpud start` puts it, timed every block the
+// node executed, two of them as closing auctions.
 func TestMetricsNodeJob(t *testing.T) {
-	const client, prov1, prov2 = 0, 1, 2
-	keys := []*ecdsa.PrivateKey{key(t, 0), key(t, 1), key(t, 2)}
+	const client, prov1, prov2, prov3, prov4 = 0, 1, 2, 3, 4
+	keys := []*ecdsa.PrivateKey{key(t, 0), key(t, 1), key(t, 2), key(t, 3), key(t, 4)}
 	addr := func(i int) types.Address { return crypto.PubkeyToAddress(keys[i].PublicKey) }
 	home := t.TempDir()
 	conf, err := node.LocalConfig(home, 100*time.Millisecond)
@@ -81,7 +88,10 @@ func TestMetricsNodeJob(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	n, err := node.StartChainNode(ctx, conf, log.NewNopLogger(), chain.WithInvariants())
+	inProcess := httptest.NewServer(Handler()) // still serves once the node (and its endpoint) stopped
+	defer inProcess.Close()
+	preStart := scrape(t, inProcess.URL)
+	n, err := node.StartChainNodeWrapped(ctx, conf, log.NewNopLogger(), TimeFinalizeBlock, chain.WithInvariants())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +100,7 @@ func TestMetricsNodeJob(t *testing.T) {
 	if err := c.WaitHeight(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	app, err := NewApp()
+	app, err := NewApp(WithState(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +111,8 @@ func TestMetricsNodeJob(t *testing.T) {
 	followCtx, stopFollow := context.WithCancel(ctx)
 	followed := make(chan error, 1)
 	go func() { followed <- Follow(followCtx, c, nil, app, tracker) }()
-	t.Cleanup(func() { stopFollow(); <-followed })
+	stopFollowing := sync.OnceFunc(func() { stopFollow(); <-followed })
+	t.Cleanup(stopFollowing)
 
 	url := "http://" + laddr + "/metrics"
 	before := scrape(t, url)
@@ -156,6 +167,25 @@ func TestMetricsNodeJob(t *testing.T) {
 	send(prov1, (&market.MsgClaimTask{Job: job}).Raw())
 	send(prov2, (&market.MsgClaimTask{Job: job}).Raw())
 	waitPhase(job, func(j *chainJob) bool { return j.slots == 2 })
+	// Awarded, nothing else open: the state gauges say so once the
+	// follower reaches the award's block, and escrow is the job's.
+	jv, err := c.Job(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awardedAt, err := c.CommittedHeight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := waitFollowed(t, url, awardedAt)
+	for state, want := range map[string]float64{"bidding": 0, "revealing": 0, "running": 1} {
+		if got := running[`ogpu_app_jobs{state="`+state+`"}`]; got != want {
+			t.Errorf("ogpu_app_jobs{state=%q} = %v with job %d awarded and nothing else posted, want %v", state, got, job, want)
+		}
+	}
+	if got, want := running["ogpu_app_escrow_locked_ogpu"], toOGPU(jv.Locked); want <= 0 || got != want {
+		t.Errorf("ogpu_app_escrow_locked_ogpu = %v, job %d locks %v", got, job, want)
+	}
 	result := sha256.Sum256([]byte("the answer"))
 	salts := map[int]types.Hash{prov1: sha256.Sum256([]byte("salt1")), prov2: sha256.Sum256([]byte("salt2"))}
 	for _, p := range []int{prov1, prov2} {
@@ -213,6 +243,94 @@ func TestMetricsNodeJob(t *testing.T) {
 	for _, m := range mismatches() {
 		t.Error(m)
 	}
+
+	// Job 3: nobody claims it; the end of its close block expires it.
+	job3 := post(3, 3)
+	waitPhase(job3, func(j *chainJob) bool { return j.state == "expired" })
+	endAt, err := c.CommittedHeight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := waitFollowed(t, url, endAt)
+	for _, state := range []string{"bidding", "revealing", "running"} {
+		if got := end[`ogpu_app_jobs{state="`+state+`"}`]; got != 0 {
+			t.Errorf("ogpu_app_jobs{state=%q} = %v after every job ended", state, got)
+		}
+	}
+	sup, err := c.Supply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := end["ogpu_app_escrow_locked_ogpu"]; got != 0 || !sup.Locked.IsZero() {
+		t.Errorf("ogpu_app_escrow_locked_ogpu = %v after every job ended (the chain locks %s)", got, sup.Locked)
+	}
+	if got, want := end["ogpu_app_bonded_ogpu"], toOGPU(sup.Bonded); got != want {
+		t.Errorf("ogpu_app_bonded_ogpu = %v, the chain bonds %v", got, want)
+	}
+	if got := end["ogpu_app_state_query_errors_total"] - before["ogpu_app_state_query_errors_total"]; got != 0 {
+		t.Errorf("%v /stats queries failed", got)
+	}
+
+	// Job 4: a sealed-bid auction, bids committed and revealed by two
+	// providers registered now (the others are jailed): awarded at its
+	// close, at the end of a block.
+	bidders := []int{prov3, prov4}
+	for _, p := range bidders {
+		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-metrics-%d", p), Runtimes: []string{"llama.cpp"}, Models: []types.Hash{model}}
+		send(p, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw())
+	}
+	auction := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("metrics input")),
+		Windows: market.Windows{Bid: 10, Reveal: 10, Execute: 100, Verify: 100}, Seal: sha256.Sum256([]byte("metrics seal")),
+	}
+	res, err := node.NewSender(c, keys[client]).Send(ctx, auction.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		t.Fatal(err)
+	}
+	job4 := posted.Job
+	price, salt := types.OGPU(1), sha256.Sum256([]byte("bid salt"))
+	for _, p := range bidders {
+		send(p, (&market.MsgCommitBid{Job: job4, Commitment: market.BidCommitment(job4, 0, price, salt, addr(p))}).Raw())
+	}
+	waitPhase(job4, func(j *chainJob) bool { return j.state == "revealing" })
+	for _, p := range bidders {
+		send(p, (&market.MsgRevealBid{Job: job4, Price: price, Salt: salt}).Raw())
+	}
+	waitPhase(job4, func(j *chainJob) bool { return j.state == "running" })
+
+	// FinalizeBlock was timed once per block, outside the state machine:
+	// stop the node and count. Pool awards happen in transactions, not at
+	// a close: the auctions closed are job 3's expiry and job 4's award.
+	stopFollowing()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := float64(n.BlockStore().Height())
+	final := scrape(t, inProcess.URL)
+	fdelta := func(series string) float64 { return final[series] - preStart[series] }
+	var timed float64
+	for _, b := range []string{"0", "1-9", "10-99", "100+"} {
+		timed += fdelta(`ogpu_app_finalize_block_seconds_count{auctions="` + b + `"}`)
+	}
+	if timed != blocks {
+		t.Errorf("ogpu_app_finalize_block_seconds counted %v blocks, the node executed %v", timed, blocks)
+	}
+	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 2 {
+		t.Errorf("%v blocks closed auctions, want 2 (job 3's expiry, job 4's award)", got)
+	}
+	if got := fdelta(`ogpu_app_finalize_block_seconds_sum{auctions="0"}`); got <= 0 {
+		t.Errorf("FinalizeBlock took %v s in all", got)
+	}
+	for result, want := range map[string]float64{"expired": 1, "awarded": 1} {
+		if got := fdelta(`ogpu_app_auctions_closed_total{result="` + result + `"}`); got != want {
+			t.Errorf("ogpu_app_auctions_closed_total{result=%q} moved by %v, want %v", result, got, want)
+		}
+	}
 	if after["ogpu_provider_tasks_running"] != 0 {
 		t.Errorf("ogpu_provider_tasks_running = %v after both jobs settled", after["ogpu_provider_tasks_running"])
 	}
@@ -236,6 +354,22 @@ func TestMetricsNodeJob(t *testing.T) {
 	}
 	if !found {
 		t.Error("no ogpu_build_info")
+	}
+}
+
+// waitFollowed scrapes url until the follower has seen height h.
+func waitFollowed(t *testing.T, url string, h int64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := scrape(t, url)
+		if s["ogpu_app_height"] >= float64(h) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics follower is at height %v, the chain at %d", s["ogpu_app_height"], h)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

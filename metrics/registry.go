@@ -40,6 +40,8 @@ var (
 func all() []prometheus.Collector {
 	cs := []prometheus.Collector{buildInfo}
 	cs = append(cs, appCollectors()...)
+	cs = append(cs, appStateCollectors()...)
+	cs = append(cs, runtimeCollectors()...)
 	cs = append(cs, providerCollectors()...)
 	cs = append(cs, gatewayCollectors()...)
 	return cs

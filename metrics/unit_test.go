@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/holiman/uint256"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -236,4 +239,90 @@ func value(t *testing.T, c prometheus.Collector) float64 {
 		return m.Counter.GetValue()
 	}
 	return m.Gauge.GetValue()
+}
+
+// fakeApp answers FinalizeBlock with fixed events (or an error).
+type fakeApp struct {
+	abci.BaseApplication
+	res *abci.FinalizeBlockResponse
+	err error
+}
+
+func (f *fakeApp) FinalizeBlock(context.Context, *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
+	return f.res, f.err
+}
+
+// TestMetricsTimeFinalizeBlock: the timer passes the app's answer through
+// untouched, counts an auction once per job however many stages it
+// awarded, labels the block by the auctions it closed, and counts nothing
+// for a failed block.
+func TestMetricsTimeFinalizeBlock(t *testing.T) {
+	res := &abci.FinalizeBlockResponse{Events: types.Events{
+		types.EncodeEvent(market.EventJobAwarded{Job: 7, Stage: 0, Price: types.OGPU(1)}),
+		types.EncodeEvent(market.EventJobAwarded{Job: 7, Stage: 1, Price: types.OGPU(1)}),
+		types.EncodeEvent(market.EventJobAwarded{Job: 7, Stage: 2, Price: types.OGPU(1)}),
+		types.EncodeEvent(market.EventJobAwarded{Job: 9, Stage: 0, Price: types.OGPU(1)}),
+		types.EncodeEvent(market.EventJobExpired{Job: 8, Refund: types.OGPU(1), Reason: "no bids"}),
+	}}
+	app := &fakeApp{res: res}
+	timed := TimeFinalizeBlock(app)
+	awarded := value(t, appAuctionsClosed.WithLabelValues("awarded"))
+	expired := value(t, appAuctionsClosed.WithLabelValues("expired"))
+	count := func(bucket string) uint64 {
+		m := &dto.Metric{}
+		if err := appFinalize.WithLabelValues(bucket).(prometheus.Histogram).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	few, none := count("1-9"), count("0")
+	got, err := timed.FinalizeBlock(t.Context(), &abci.FinalizeBlockRequest{Height: 3})
+	if err != nil || got != res {
+		t.Fatalf("the timer changed the answer: %v %v", got, err)
+	}
+	if d := value(t, appAuctionsClosed.WithLabelValues("awarded")) - awarded; d != 2 {
+		t.Errorf("awarded auctions moved by %v, want 2 (jobs 7 and 9)", d)
+	}
+	if d := value(t, appAuctionsClosed.WithLabelValues("expired")) - expired; d != 1 {
+		t.Errorf("expired auctions moved by %v, want 1", d)
+	}
+	if count("1-9") != few+1 || count("0") != none {
+		t.Errorf("block not timed in the 1-9 bucket: %d→%d, 0: %d→%d", few, count("1-9"), none, count("0"))
+	}
+	app.res, app.err = nil, errors.New("boom")
+	if _, err := timed.FinalizeBlock(t.Context(), &abci.FinalizeBlockRequest{Height: 4}); err == nil {
+		t.Fatal("the timer swallowed the app's error")
+	}
+	if count("0") != none || count("1-9") != few+1 {
+		t.Error("a failed block was timed")
+	}
+	for n, want := range map[int]string{0: "0", 1: "1-9", 9: "1-9", 10: "10-99", 99: "10-99", 100: "100+", 5000: "100+"} {
+		if got := auctionsBucket(n); got != want {
+			t.Errorf("auctionsBucket(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestMetricsRuntimeHooks: blob bytes go to their direction and an empty
+// transfer counts nothing; a preset name no build has (too long to be
+// one) folds into "other".
+func TestMetricsRuntimeHooks(t *testing.T) {
+	if err := Register(); err != nil {
+		t.Fatal(err)
+	}
+	served, fetched := value(t, blobBytes.WithLabelValues("served")), value(t, blobBytes.WithLabelValues("fetched"))
+	ObserveBlobBytes(true, 100)
+	ObserveBlobBytes(false, 7)
+	ObserveBlobBytes(false, 0)
+	if d := value(t, blobBytes.WithLabelValues("served")) - served; d != 100 {
+		t.Errorf("served moved by %v, want 100", d)
+	}
+	if d := value(t, blobBytes.WithLabelValues("fetched")) - fetched; d != 7 {
+		t.Errorf("fetched moved by %v, want 7", d)
+	}
+	ObserveHEStage(strings.Repeat("x", 100), time.Second)
+	m := &dto.Metric{}
+	if err := heStage.WithLabelValues("other").(prometheus.Histogram).Write(m); err != nil || m.GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("a long preset did not fold into other: %v %v", m, err)
+	}
 }

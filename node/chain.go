@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	cmtcfg "github.com/cometbft/cometbft/config"
 	cmtcrypto "github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
@@ -266,6 +267,17 @@ type ChainNode struct {
 // CometBFT with the app behind a local client. CometBFT's handshake replays
 // any blocks the app missed, so a node stopped at any point resumes.
 func StartChainNode(ctx context.Context, conf *cmtcfg.Config, logger log.Logger, opts ...chain.Option) (*ChainNode, error) {
+	return StartChainNodeWrapped(ctx, conf, logger, nil, opts...)
+}
+
+// AppWrapper wraps the application CometBFT calls, outside the state
+// machine: it may time calls (metrics.TimeFinalizeBlock), it must pass
+// every request and answer through unchanged.
+type AppWrapper func(abci.Application) abci.Application
+
+// StartChainNodeWrapped is StartChainNode with wrap (nil: none) between
+// CometBFT and the app. ChainNode.App stays the app itself.
+func StartChainNodeWrapped(ctx context.Context, conf *cmtcfg.Config, logger log.Logger, wrap AppWrapper, opts ...chain.Option) (*ChainNode, error) {
 	if err := conf.ValidateBasic(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
@@ -288,7 +300,11 @@ func StartChainNode(ctx context.Context, conf *cmtcfg.Config, logger log.Logger,
 		return nil, fmt.Errorf("cannot load node key: %w", err)
 	}
 	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
-	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(app),
+	var served abci.Application = app
+	if wrap != nil {
+		served = wrap(app)
+	}
+	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(served),
 		nm.DefaultGenesisDocProviderFunc(conf), cmtcfg.DefaultDBProvider,
 		nm.DefaultMetricsProvider(conf.Instrumentation), logger)
 	if err != nil {

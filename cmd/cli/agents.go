@@ -56,7 +56,11 @@ func openHost(ctx context.Context, cmd *cobra.Command, c *node.Client, key *ecds
 		return nil, nil, err
 	}
 	boot = append(boot, agent.ChainBootstrap(ctx, c, self.String())...)
-	h, err := p2p.New(ctx, p2p.Config{Key: key, Listen: listen, Bootstrap: boot, Store: store, Authorize: access.Authorize, Logger: logger})
+	pc := p2p.Config{Key: key, Listen: listen, Bootstrap: boot, Store: store, Authorize: access.Authorize, Logger: logger}
+	if metricsAddr(cmd) != "" {
+		pc.OnBlobBytes = metrics.ObserveBlobBytes
+	}
+	h, err := p2p.New(ctx, pc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,6 +279,7 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	cfg.Attributes = hw.Attributes()
 	if metricsAddr(cmd) != "" {
 		cfg.OnGenerated = metrics.ObserveGeneration
+		cfg.OnStageEvaluated = metrics.ObserveHEStage
 	}
 	p, err := agent.NewProvider(cfg)
 	if err != nil {

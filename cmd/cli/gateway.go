@@ -299,6 +299,9 @@ func runGateway(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if sb, ok := backend.(*gateway.SessionBackend); ok && cfg.Wrap != nil {
+		metrics.WatchGatewaySessions(func() int { return len(sb.Sessions()) })
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		srv.Close()

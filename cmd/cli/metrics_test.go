@@ -36,7 +36,8 @@ func hasPrefix(m map[string]float64, prefix string) bool {
 // would and scrapes it: CometBFT's cometbft_* and the app's ogpu_* series
 // on one loopback endpoint, ogpu_app_height following the chain. A chosen
 // metrics address that is taken stops the node with a clear error instead
-// of running without metrics unnoticed.
+// of running without metrics unnoticed. The state series and the
+// FinalizeBlock timer are on.
 func TestMetricsOgpudStart(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "node")
 	runOgpud(t, "init", "--home", home, "--chain-id", "ogpu-metrics", "--moniker", "solo")
@@ -82,5 +83,19 @@ func TestMetricsOgpudStart(t *testing.T) {
 	}
 	if later["ogpu_app_height"] < h+2 {
 		t.Fatalf("ogpu_app_height stayed at %v (was %v)", later["ogpu_app_height"], h)
+	}
+	// The state series and the block timer are wired: every block the
+	// node executed was timed (it closed no auction), the chain has no
+	// job, and the validator's stake is bonded.
+	if got := later[`ogpu_app_finalize_block_seconds_count{auctions="0"}`]; got < later["ogpu_app_height"] {
+		t.Errorf("%v blocks timed, the follower saw %v", got, later["ogpu_app_height"])
+	}
+	for _, state := range []string{"bidding", "revealing", "running"} {
+		if v, ok := later[`ogpu_app_jobs{state="`+state+`"}`]; !ok || v != 0 {
+			t.Errorf("ogpu_app_jobs{state=%q} = %v (served %v) on a chain without jobs", state, v, ok)
+		}
+	}
+	if later["ogpu_app_bonded_ogpu"] <= 0 || later["ogpu_app_state_query_errors_total"] != 0 {
+		t.Errorf("ogpu_app_bonded_ogpu = %v, %v /stats queries failed", later["ogpu_app_bonded_ogpu"], later["ogpu_app_state_query_errors_total"])
 	}
 }

@@ -206,7 +206,11 @@ func newStartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n, err := node.StartChainNode(ctx, conf, logger, opts...)
+			var wrap node.AppWrapper
+			if metricsOn {
+				wrap = metrics.TimeFinalizeBlock
+			}
+			n, err := node.StartChainNodeWrapped(ctx, conf, logger, wrap, opts...)
 			if err != nil {
 				return err
 			}
@@ -214,7 +218,7 @@ func newStartCmd() *cobra.Command {
 				n.NodeInfo().ID(), n.GenesisDoc().ChainID, conf.RPC.ListenAddress, conf.P2P.ListenAddress, n.BlockStore().Height())
 			c := &node.Client{RPC: local.New(n.Node)}
 			if metricsOn {
-				app, err := metrics.NewApp()
+				app, err := metrics.NewApp(metrics.WithState(c))
 				if err != nil {
 					return err
 				}

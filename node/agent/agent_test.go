@@ -20,6 +20,7 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/node/pricing"
@@ -44,6 +45,27 @@ type testNet struct {
 	validator *Validator
 	// checks receives the end of every dispute check of the validator.
 	checks chan checkResult
+	// stageEvals are the CKKS stage evaluations each pipeline provider
+	// reported (ProviderConfig.OnStageEvaluated), by name.
+	stageMu    sync.Mutex
+	stageEvals map[string][]stageEval
+}
+
+type stageEval struct {
+	preset string
+	took   time.Duration
+}
+
+// stageEvaluated records a provider's stage evaluation and passes it to
+// the metrics, as the provider command does.
+func (n *testNet) stageEvaluated(name, preset string, took time.Duration) {
+	n.stageMu.Lock()
+	defer n.stageMu.Unlock()
+	if n.stageEvals == nil {
+		n.stageEvals = map[string][]stageEval{}
+	}
+	n.stageEvals[name] = append(n.stageEvals[name], stageEval{preset, took})
+	metrics.ObserveHEStage(preset, took)
 }
 
 type checkResult struct {
@@ -151,6 +173,7 @@ func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool)
 		}
 		n.model = hash
 		cfg.Models, cfg.Strategy, cfg.Attributes, cfg.Lie, cfg.Pipeline = []types.Hash{hash}, strategy, []string{"ram/16Gi"}, lie, true
+		cfg.OnStageEvaluated = func(preset string, took time.Duration) { n.stageEvaluated(name, preset, took) }
 	})
 }
 

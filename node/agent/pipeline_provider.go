@@ -209,8 +209,13 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 			}
 			t1 := time.Now()
 			p.evalMu.Lock()
+			evalStart := time.Now() // not the wait for the lock
 			out, err = evalStage(ev, s, inBytes)
+			took := time.Since(evalStart)
 			p.evalMu.Unlock()
+			if err == nil && p.cfg.OnStageEvaluated != nil {
+				p.cfg.OnStageEvaluated(parts.Model.Preset, took)
+			}
 			if err != nil {
 				if report && ctx.Err() == nil {
 					return p.reportInput(ctx, k, verifier.InputInvalid, fmt.Errorf("stage %d: %w", s, err))

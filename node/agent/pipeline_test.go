@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/types"
@@ -75,6 +77,15 @@ func TestPipelineJobWithLiar(t *testing.T) {
 	m := pipelineModel(t)
 	input := []float64{0.61803, -0.27182, 0.31415, -0.14142, 0.1732, 0.2236}
 	job, _ := n.pipelineJob(t, m, input)
+	if err := metrics.Register(); err != nil {
+		t.Fatal(err)
+	}
+	ms := httptest.NewServer(metrics.Handler())
+	defer ms.Close()
+	before, err := metrics.Scrape(ms.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := c.RunPipeline(n.ctx, job, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +118,7 @@ func TestPipelineJobWithLiar(t *testing.T) {
 		t.Fatal("the client got no compensation from the liar's slash")
 	}
 	n.supplyIsCap()
+	checkStageMetrics(t, n, res.Job, ms.URL, before, map[string]*testProvider{"prov1": prov1, "prov2": liar, "prov3": honest})
 
 	// What prov3 got over the wire: its store holds every blob it
 	// fetched (manifest, model, keys from the client) or was pushed (the
@@ -148,6 +160,53 @@ func TestPipelineJobWithLiar(t *testing.T) {
 		t.Fatalf("garbage header answered %q", reply)
 	}
 	_ = s.Close()
+}
+
+// checkStageMetrics: every provider reported at least one evaluation per
+// stage it revealed a result for (a speculative input replaced by the
+// agreed one is evaluated again), each of the model's preset and of a
+// positive time, and ogpu_he_stage_seconds moved by exactly the
+// evaluations reported.
+func checkStageMetrics(t *testing.T, n *testNet, job uint64, url string, before map[string]float64, provs map[string]*testProvider) {
+	t.Helper()
+	jv, err := n.c.Job(n.ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.stageMu.Lock()
+	defer n.stageMu.Unlock()
+	total := 0
+	for name, p := range provs {
+		revealed := 0
+		for _, task := range jv.Tasks {
+			for _, sl := range task.Slots {
+				if sl.Provider == p.agent.Address() && sl.Revealed {
+					revealed++
+				}
+			}
+		}
+		evals := n.stageEvals[name]
+		if len(evals) < revealed {
+			t.Errorf("%s revealed %d stage results and reported %d evaluations", name, revealed, len(evals))
+		}
+		for _, e := range evals {
+			if e.preset != "N13" || e.took <= 0 {
+				t.Errorf("%s reported an evaluation of preset %q taking %v", name, e.preset, e.took)
+			}
+		}
+		total += len(evals)
+	}
+	if total == 0 {
+		t.Fatal("no stage evaluation was reported")
+	}
+	after, err := metrics.Scrape(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = `ogpu_he_stage_seconds_count{preset="N13"}`
+	if got := after[series] - before[series]; got != float64(total) {
+		t.Errorf("%s moved by %v, the providers reported %d evaluations", series, got, total)
+	}
 }
 
 func TestPipelineInputCodec(t *testing.T) {

@@ -56,6 +56,10 @@ type ProviderConfig struct {
 	// OnGenerated, if set, is told the tokens and the time of every job
 	// generation (metrics; it must not block).
 	OnGenerated func(tokens int, took time.Duration)
+	// OnStageEvaluated, if set, is told the preset and the time of every
+	// CKKS pipeline stage the provider evaluates (metrics; it must not
+	// block).
+	OnStageEvaluated func(preset string, took time.Duration)
 	// Strategy prices jobs; nil means the built-in per-token default.
 	Strategy pricing.Strategy
 	// Attributes are published on chain (hardware, measured speed).

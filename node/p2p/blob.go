@@ -250,6 +250,9 @@ func (h *Host) handleBlob(s network.Stream) {
 			s.Reset()
 			return
 		}
+		if status == statusOK && q.kind == kindPiece && h.onBytes != nil {
+			h.onBytes(true, len(payload))
+		}
 	}
 }
 

@@ -385,6 +385,9 @@ func (h *Host) getPiece(ctx context.Context, conns map[peer.ID]*blobClient, p pe
 	} else if err != nil {
 		return fatal, err
 	}
+	if h.onBytes != nil {
+		h.onBytes(false, len(data))
+	}
 	return gotPiece, nil
 }
 

@@ -78,6 +78,11 @@ type Config struct {
 	Authorize func(ctx context.Context, remote peer.ID, h types.Hash) error
 	// Logger receives the host's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// OnBlobBytes, if set, is told the size of every blob piece this host
+	// sent to a peer (served) or fetched and verified (not served): the
+	// blobs' content, not manifests or framing (metrics; it must not
+	// block).
+	OnBlobBytes func(served bool, n int)
 }
 
 // Host is a running oGPU network node.
@@ -90,6 +95,7 @@ type Host struct {
 	authMu    sync.RWMutex
 	authorize func(context.Context, peer.ID, types.Hash) error
 	log       *slog.Logger
+	onBytes   func(served bool, n int)
 
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -160,6 +166,7 @@ func New(ctx context.Context, c Config) (*Host, error) {
 		h:         lh,
 		store:     c.Store,
 		authorize: c.Authorize,
+		onBytes:   c.OnBlobBytes,
 		log:       log.With("self", lh.ID().String()),
 		ctx:       hctx,
 		cancel:    cancel,
