@@ -329,13 +329,23 @@ type jobPaid struct {
 	Paid string `json:"paid"`
 }
 
-func (e *earnings) json() earningsJSON {
+// json is the earnings as /api/providers/ADDR/earnings answers them; the
+// series starts at 0 just before the first payment and ends at now.
+func (e *earnings) json(now time.Time) earningsJSON {
 	out := earningsJSON{Total: types.FormatAmount(e.Total), Day: types.FormatAmount(e.Day), Payments: len(e.Payments), Cut: e.Cut,
 		Series: [][]float64{{}, {}}, PerJob: []jobPaid{}}
 	cum := new(uint256.Int)
-	for _, p := range e.Payments {
+	for i, p := range e.Payments {
+		if i == 0 {
+			out.Series[0] = append(out.Series[0], float64(p.Time.Unix()-1))
+			out.Series[1] = append(out.Series[1], 0)
+		}
 		cum.Add(cum, p.Amount)
 		out.Series[0] = append(out.Series[0], float64(p.Time.Unix()))
+		out.Series[1] = append(out.Series[1], ogpuFloat(cum))
+	}
+	if n := len(e.Payments); n > 0 && now.Unix() > e.Payments[n-1].Time.Unix() {
+		out.Series[0] = append(out.Series[0], float64(now.Unix()))
 		out.Series[1] = append(out.Series[1], ogpuFloat(cum))
 	}
 	ids := make([]uint64, 0, len(e.PerJob))
@@ -364,14 +374,15 @@ func (s *Server) earningsAPI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%q is not an address: want 0x and 40 hex digits", as), http.StatusBadRequest)
 		return
 	}
-	e, err := s.earningsOf(ctx, common.HexToAddress(as), time.Now())
+	now := time.Now()
+	e, err := s.earningsOf(ctx, common.HexToAddress(as), now)
 	if err != nil {
 		http.Error(w, "earnings cannot be read from the node's indexer: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(e.json())
+	json.NewEncoder(w).Encode(e.json(now))
 }
 
 // maxActionBody bounds an action's form.

@@ -29,7 +29,10 @@ function drawEarnings(series) {
     height: 240,
     title: "Cumulative earnings",
     scales: { x: { time: true } },
-    series: [{}, { label: "earned", stroke: "#4f46e5", fill: "rgba(79,70,229,0.12)", width: 2, value: (u, v) => oGPU(v) }],
+    series: [{}, {
+      label: "earned", stroke: "#4f46e5", fill: "rgba(79,70,229,0.12)", width: 2, value: (u, v) => oGPU(v),
+      paths: uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+    }],
   }, series, el);
 }
 
