@@ -34,7 +34,10 @@ func (e *env) addr(i int) types.Address { return crypto.PubkeyToAddress(e.keys[i
 
 // registerProviders registers keys[1] (moniker evilProvider) and keys[2]
 // as providers of model, 200 oGPU bonded each.
-func (e *env) registerProviders(t *testing.T, model types.Hash) {
+func (e *env) registerProviders(t *testing.T, model types.Hash) { e.registerProvidersBonded(t, model, types.OGPU(200)) }
+
+// registerProvidersBonded is registerProviders with stake bonded each.
+func (e *env) registerProvidersBonded(t *testing.T, model types.Hash, stake *uint256.Int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -44,7 +47,7 @@ func (e *env) registerProviders(t *testing.T, model types.Hash) {
 		if p == 1 {
 			info.Moniker = evilProvider
 		}
-		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw()); err != nil {
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: stake}).Raw()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,6 +186,64 @@ func (e *env) waitEarnings(t *testing.T, addr types.Address) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// TestProviderJailBanner: a provider that claimed a task and never
+// committed is slashed and jailed at the deadline (in FinalizeBlock). Its
+// page shows the banner: until which block, why (the provider_jailed
+// event's reason, found through block_search), the exact unjail command,
+// and, its stake now below the minimum, the bond to make first.
+func TestProviderJailBanner(t *testing.T) {
+	e := startEnv(t, 3)
+	model := sha256.Sum256([]byte("jail model"))
+	e.registerProvidersBonded(t, model, types.OGPU(100)) // the minimum: a slash takes them below
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	post := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("jail input")),
+		Windows: market.Windows{Bid: 200, Execute: 5, Verify: 5}, Seal: sha256.Sum256([]byte("jail seal")),
+	}
+	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{1, 2} {
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: posted.Job}).Raw()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitJobEnd(t, posted.Job)
+	p1 := e.addr(1)
+	pv, err := e.c.Provider(ctx, p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pv.Jailed || !pv.Bonded.Lt(types.OGPU(100)) {
+		t.Fatalf("the no-show: jailed %v, bonded %s; want jailed below 100ogpu", pv.Jailed, types.FormatAmount(pv.Bonded))
+	}
+	missing := types.FormatAmount(new(uint256.Int).Sub(types.OGPU(100), pv.Bonded))
+	// The jail event is indexed just after its block commits.
+	deadline := time.Now().Add(10 * time.Second)
+	var body string
+	for {
+		_, body, _ = e.get(t, "/providers/"+p1.Hex())
+		if strings.Contains(body, "Why: ") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantPage(t, e, "/providers/"+p1.Hex(), 200, `id="jail"`,
+		fmt.Sprintf("Jailed until block %d", pv.JailedUntil),
+		fmt.Sprintf("Why: missed the commit deadline of job %d", posted.Job),
+		"<code>ogpu tx provider unjail --from NAME</code>",
+		"bond at least "+missing+" more first",
+		"<code>ogpu tx provider bond "+missing+" --from NAME</code>")
+	wantPage(t, e, "/providers", 200, `<span class="bad">jailed</span>`)
 }
 
 // TestProviderPageBadInput: a malformed address is a 400, an address that
