@@ -34,7 +34,9 @@ func (e *env) addr(i int) types.Address { return crypto.PubkeyToAddress(e.keys[i
 
 // registerProviders registers keys[1] (moniker evilProvider) and keys[2]
 // as providers of model, 200 oGPU bonded each.
-func (e *env) registerProviders(t *testing.T, model types.Hash) { e.registerProvidersBonded(t, model, types.OGPU(200)) }
+func (e *env) registerProviders(t *testing.T, model types.Hash) {
+	e.registerProvidersBonded(t, model, types.OGPU(200))
+}
 
 // registerProvidersBonded is registerProviders with stake bonded each.
 func (e *env) registerProvidersBonded(t *testing.T, model types.Hash, stake *uint256.Int) {
