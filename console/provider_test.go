@@ -161,6 +161,17 @@ func TestProviderPage(t *testing.T) {
 		t.Fatalf("25 h later: total %s, 24 h %s; want 1ogpu, 0ogpu", types.FormatAmount(later.Total), types.FormatAmount(later.Day))
 	}
 
+	// Unbonding stake shows beside the bonded stake, with its maturity.
+	if _, err := node.NewSender(e.c, e.keys[1]).Send(ctx, (&escrow.MsgUnbond{Amount: types.OGPU(50)}).Raw()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.c.Stake(ctx, p1)
+	if err != nil || len(st.Unbonding) != 1 {
+		t.Fatalf("stake after unbonding: %+v (%v)", st, err)
+	}
+	wantPage(t, e, "/providers/"+p1.Hex(), 200, `<div class="k">Bonded</div><div class="v">150ogpu<`, `<div class="k">Unbonding</div><div class="v">50ogpu<`,
+		fmt.Sprintf("50ogpu at block %d", st.Unbonding[0].Matures))
+
 	// Without the chart library, the page says how to get it and lists
 	// the payments; with it, the chart's container and the library load.
 	e.s.charts = false

@@ -136,20 +136,22 @@ type paymentRow struct {
 
 // providerView is the provider page.
 type providerView struct {
-	Addr     types.Address
-	P        *chain.ProviderView
-	Height   int64
-	Jail     *jailView
-	Earn     *earnings
-	EarnErr  string
-	Payments []paymentRow
-	Count    int
-	Tasks    []taskRow
-	MoreJobs int
-	Charts   bool
-	Local    *localView
-	Flash    string
-	FlashErr bool
+	Addr types.Address
+	P    *chain.ProviderView
+	// Unbonding is the sum of P.Unbonding's entries.
+	Unbonding *uint256.Int
+	Height    int64
+	Jail      *jailView
+	Earn      *earnings
+	EarnErr   string
+	Payments  []paymentRow
+	Count     int
+	Tasks     []taskRow
+	MoreJobs  int
+	Charts    bool
+	Local     *localView
+	Flash     string
+	FlashErr  bool
 }
 
 // localView is the part of the page for the provider agent this process
@@ -200,7 +202,12 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "Provider not found", addr.Hex()+" is not a registered provider. See the list of providers.")
 		return
 	}
-	v := providerView{Addr: addr, P: p, Charts: s.charts}
+	v := providerView{Addr: addr, P: p, Charts: s.charts, Unbonding: new(uint256.Int)}
+	for _, u := range p.Unbonding {
+		if u.Amount != nil {
+			v.Unbonding.Add(v.Unbonding, u.Amount)
+		}
+	}
 	if st, err := s.c.RPC.Status(ctx); err == nil {
 		v.Height = st.SyncInfo.LatestBlockHeight
 	}
