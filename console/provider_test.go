@@ -17,8 +17,10 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -257,6 +259,97 @@ func TestProviderJailBanner(t *testing.T) {
 		"bond at least "+missing+" more first",
 		"<code>ogpu tx provider bond "+missing+" --from NAME</code>")
 	wantPage(t, e, "/providers", 200, `<span class="bad">jailed</span>`)
+}
+
+// TestProviderPageSession: a session lane pays its provider twice over:
+// the reservation at the award (provider_paid via=reservation, at the
+// close in FinalizeBlock) and each voucher redeemed (session_redeemed, in
+// a transaction). The page adds both, exactly, and lists each.
+func TestProviderPageSession(t *testing.T) {
+	e := startEnv(t, 3)
+	model := sha256.Sum256([]byte("session page model"))
+	e.registerProviders(t, model)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	terms := &market.SessionTerms{Budget: types.OGPU(10), Blocks: 100, Grace: 10}
+	post := &market.MsgPostJob{
+		Kind: market.KindSession, Mode: market.ModeAuction, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)},
+		Windows: market.Windows{Bid: 15, Reveal: 15}, Seal: sha256.Sum256([]byte("session page seal")), Session: terms,
+	}
+	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted market.EventJobPosted
+	if err := node.FindEvent(res, &posted); err != nil {
+		t.Fatal(err)
+	}
+	id := posted.Job
+	price := types.OGPU(1)
+	salt := func(p int) types.Hash { return sha256.Sum256([]byte(fmt.Sprintf("bid salt %d", p))) }
+	for _, p := range []int{1, 2} {
+		c := market.BidCommitment(id, 0, price, salt(p), e.addr(p))
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgCommitBid{Job: id, Stage: 0, Commitment: c}).Raw()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := e.c.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.WaitHeight(ctx, int64(j.BidEnd)+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{1, 2} {
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgRevealBid{Job: id, Stage: 0, Price: price, Salt: salt(p)}).Raw()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		if j, err = e.c.Job(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if j.StateName == "running" {
+			break
+		}
+		if j.StateName != "bidding" && j.StateName != "revealing" {
+			t.Fatalf("session job %d is %s, want running", id, j.StateName)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session job %d still %s", id, j.StateName)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p1 := e.addr(1)
+	v := session.Voucher{ChainID: "ogpu-console-test", Session: id, Provider: p1, Cumulative: types.OGPU(2), Seq: 1}
+	sig, err := session.Sign(e.keys[0], v.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.NewSender(e.c, e.keys[1]).Send(ctx, (&session.MsgRedeemVoucher{Voucher: v, Sig: sig}).Raw()); err != nil {
+		t.Fatal(err)
+	}
+	reservation := market.ReservationFee(genesis.DefaultParams().Market, terms)
+	want := new(uint256.Int).Add(reservation, types.OGPU(2))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := e.s.earningsOf(ctx, p1, time.Now())
+		if err == nil && got.Total.Eq(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("earnings %+v (%v), want %s: the reservation %s and the voucher's 2ogpu", got, err, types.FormatAmount(want), types.FormatAmount(reservation))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantPage(t, e, "/providers/"+p1.Hex(), 200,
+		`id="earn-total">`+types.FormatAmount(want)+`<`,
+		`id="earn-day">`+types.FormatAmount(want)+`<`,
+		`<span class="tag">reservation</span></td><td class="num">`+types.FormatAmount(reservation)+`<`,
+		`<span class="tag">session</span></td><td class="num">2ogpu<`,
+		fmt.Sprintf(`data-job="%d">`+types.FormatAmount(want)+`<`, id))
 }
 
 // TestProviderPageBadInput: a malformed address is a 400, an address that
