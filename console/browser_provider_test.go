@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,24 @@ func TestBrowserProviderPage(t *testing.T) {
 	}
 	p = filepath.Join(dir, "provider-full.png")
 	if err := os.WriteFile(p, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+
+	// The list: the moniker, a script, is text; its link opens the page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/providers"), chromedp.WaitVisible(chromedp.CSS("#providers"))); err != nil {
+		t.Fatal(err)
+	}
+	asText, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("#providers tbody td a")].some(a => a.textContent === `+fmt.Sprintf("%q", evilProvider)+` && a.getAttribute("href") === "/providers/`+p1.Hex()+`") && document.querySelectorAll("main script").length === 0`))
+	if err != nil || !asText {
+		t.Fatalf("the moniker %q is not shown as a link's text (%v)", evilProvider, err)
+	}
+	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = filepath.Join(dir, "providers.png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", p)

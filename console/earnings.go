@@ -22,13 +22,15 @@ const (
 	// earnMaxPages bounds the pages read per query (tx_search and
 	// block_search of provider_paid and of session_redeemed).
 	earnMaxPages = 3
-	// earnMaxBlocks bounds the blocks whose events are read: the newest
-	// ones are kept and the page says "showing the latest N payments".
-	earnMaxBlocks = 300
 	// blockCacheSize bounds the payments cached per block (a committed
 	// block never changes, so a live page reads only the new ones).
 	blockCacheSize = 4096
 )
+
+// earnMaxBlocks bounds the blocks whose events are read: the newest ones
+// are kept and the page says "showing the latest N payments". A variable
+// only so that a test can lower it.
+var earnMaxBlocks = 300
 
 // payment is one payment to a provider: a provider_paid event, or a
 // session voucher redemption (session_redeemed, which market does not

@@ -350,6 +350,15 @@ func TestProviderPageSession(t *testing.T) {
 		`<span class="tag">reservation</span></td><td class="num">`+types.FormatAmount(reservation)+`<`,
 		`<span class="tag">session</span></td><td class="num">2ogpu<`,
 		fmt.Sprintf(`data-job="%d">`+types.FormatAmount(want)+`<`, id))
+
+	// Past the bound on blocks read, the newest payments are kept and the
+	// page says its figures are partial.
+	defer func(n int) { earnMaxBlocks = n }(earnMaxBlocks)
+	earnMaxBlocks = 1
+	body := wantPage(t, e, "/providers/"+p1.Hex(), 200, "Showing the latest 1 payments", `id="earn-total">2ogpu<`)
+	if strings.Contains(body, `<span class="tag">reservation</span>`) {
+		t.Errorf("the older payment is listed past the bound:\n%s", body)
+	}
 }
 
 // TestProviderPageBadInput: a malformed address is a 400, an address that
