@@ -82,7 +82,11 @@ func New(c *node.Client, o Options) (*Server, error) {
 		return nil, err
 	}
 	o.Token = token
-	return &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}, charts: ChartsEmbedded()}, nil
+	s := &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}, charts: ChartsEmbedded()}
+	if ts, ok := o.Client.(textSource); ok {
+		ts.setTextSink(s.hub.text)
+	}
+	return s, nil
 }
 
 // Token is the secret that authorises actions.
@@ -176,6 +180,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/provider/unbond", s.authed(s.providerAction(s.unbond)))
 	mux.HandleFunc("POST /api/session", s.session)
 	mux.HandleFunc("POST /api/whoami", s.authed(s.whoami))
+	mux.HandleFunc("GET /client", s.client)
+	mux.HandleFunc("POST /api/jobs", s.authed(s.postJob))
+	mux.HandleFunc("POST /api/jobs/{id}/cancel", s.authed(s.cancelJob))
+	mux.HandleFunc("POST /api/sessions/{id}/close", s.authed(s.closeSession))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "No such page", "There is no page at "+r.URL.Path+". Use the search box or the links above.")
 	})
@@ -190,7 +198,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", CSP)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer Chromium sends
+		// "Origin: null" on a form POST, which the Origin check refuses.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if !s.hostAllowed(r.Host) {
 			http.Error(w, fmt.Sprintf("host %q is not allowed: open the console at the address it printed (a DNS name pointing here is refused, against DNS rebinding)", r.Host), http.StatusMisdirectedRequest)

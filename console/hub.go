@@ -111,6 +111,26 @@ func (h *hub) broadcast(b node.BlockEvents, m blockMsg) {
 	}
 }
 
+// textMsg is the "text" event: tokens a job of this console generated.
+type textMsg struct {
+	Job  uint64 `json:"job"`
+	Text string `json:"text"`
+}
+
+// text sends generated text to the streams following its job.
+func (h *hub) text(job uint64, text string) {
+	bz, _ := json.Marshal(textMsg{Job: job, Text: text})
+	line := []byte("event: text\ndata: " + string(bz) + "\n\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for cl := range h.clients {
+		if cl.job == job && !trySend(cl.ch, line) {
+			delete(h.clients, cl)
+			close(cl.ch)
+		}
+	}
+}
+
 func (h *hub) add(job uint64) (*sseClient, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

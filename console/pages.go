@@ -69,9 +69,14 @@ type page struct {
 	// binary embeds it).
 	Charts bool
 	Data   any
+	// Client is the account whose key the console holds ("": none).
+	Client string
 }
 
 func (s *Server) render(w http.ResponseWriter, status int, name string, p page) {
+	if own, ok := s.ownAddress(); ok {
+		p.Client = own.Hex()
+	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout.tmpl", p); err != nil {
 		http.Error(w, "cannot render the page: "+err.Error(), http.StatusInternalServerError)
@@ -307,6 +312,7 @@ type accountView struct {
 	Account  *chain.AccountView
 	Stake    *chain.StakeView
 	Provider *chain.ProviderView
+	Client   *clientView
 }
 
 func (s *Server) account(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +337,12 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	if p, err := s.c.Provider(ctx, addr); err == nil && p.Provider != nil {
 		v.Provider = p
 	}
-	s.render(w, http.StatusOK, "account", page{Title: "Account " + addr.Hex(), Data: v})
+	v.Client = s.clientOf(ctx, addr, r.URL.Query().Get("msg"))
+	nav := ""
+	if v.Client.Own {
+		nav = "client"
+	}
+	s.render(w, http.StatusOK, "account", page{Title: "Account " + addr.Hex(), Nav: nav, Data: v})
 }
 
 func (s *Server) validators(w http.ResponseWriter, r *http.Request) {
@@ -423,6 +434,12 @@ type jobView struct {
 	Steps    []stepView
 	Timeline []timelineEntry
 	TLError  string
+	// Own: the console holds the job's client key (cancel; live text).
+	Own       bool
+	Output    string
+	Running   bool
+	WhyNoBids *chain.WhyNoBidsView
+	Flash     string
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -444,6 +461,16 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		v.TLError = "the timeline cannot be read from the node's indexer: " + err.Error()
 	}
 	v.Steps = stepper(v.Timeline)
+	v.Flash = r.URL.Query().Get("msg")
+	if own, ok := s.ownAddress(); ok && own == j.Client {
+		v.Own = true
+		if ts, ok := s.opt.Client.(textSource); ok {
+			var done bool
+			v.Output, done, v.Running = ts.Output(id)
+			v.Running = v.Running && !done
+		}
+	}
+	v.WhyNoBids = s.whyNoBids(ctx, j)
 	s.render(w, http.StatusOK, "job", page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: v})
 }
 

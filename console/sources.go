@@ -37,6 +37,9 @@ type ClientSide interface {
 	PostLLM(ctx context.Context, p PostLLM) (job uint64, height int64, err error)
 	// Cancel cancels a job still in its bidding window.
 	Cancel(ctx context.Context, job uint64) error
+	// CloseSession ends a session early: what no voucher claimed is
+	// refunded after its grace window.
+	CloseSession(ctx context.Context, id uint64) error
 }
 
 // ModelChoice is a model a client can post a job for.

@@ -69,9 +69,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
+	"github.com/ogpu-network/ogpu/console"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
@@ -108,8 +110,10 @@ type Report struct {
 	Split *SplitReport
 	// Bridge is round 5's trip through the Ethereum bridge.
 	Bridge *BridgeReport
-	// Gateway is round 6: the OpenAI-compatible gateway over a session.
+	// Gateway is round 7: the OpenAI-compatible gateway over a session.
 	Gateway *GatewayReport
+	// Console is round 6: a job posted through the web console.
+	Console *ConsoleReport
 	// Metrics are the ogpu_app_* families scraped from the devnet's
 	// /metrics after each round, summed over their labels.
 	Metrics []map[string]float64
@@ -132,6 +136,9 @@ type devnet struct {
 	eth *ethDevnet
 	// metricsURL is where the devnet serves its ogpu_* series (metrics.go).
 	metricsURL string
+	// console serves the web console at consoleAddr (console.go).
+	console     *console.Server
+	consoleAddr net.Addr
 	agents
 }
 
@@ -167,6 +174,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 		d.pipelineRound,
 		d.splitRound,
 		d.bridgeRound,
+		d.consoleRound,
 		d.gatewayRound,
 	}); err != nil {
 		return nil, err
@@ -192,6 +200,9 @@ func (d *devnet) marketRounds(report *Report, rounds []func(*Report) error) erro
 		return err
 	}
 	if err := d.startMetrics(); err != nil {
+		return err
+	}
+	if err := d.startConsole(); err != nil {
 		return err
 	}
 	for _, round := range rounds {

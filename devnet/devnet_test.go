@@ -109,7 +109,16 @@ func TestDevnet(t *testing.T) {
 	if !br.PaidOnEthereum.Eq(types.OGPU(20)) || !br.Locked.Eq(br.OnEthereum) {
 		t.Errorf("paid on Ethereum %s; locked %s, the app-chain says %s", br.PaidOnEthereum, br.Locked, br.OnEthereum)
 	}
-	// Round 6: the gateway answered over one session with no transaction
+	// Round 6: a job posted through the web console's form (token
+	// exchanged for its cookie first; refused without it) settled and is
+	// listed on alice's page.
+	if c := rep.Console; c == nil || c.State != "completed" || c.Paid == nil || c.Paid.IsZero() || !c.Listed {
+		t.Fatalf("console round: %+v", c)
+	}
+	if !strings.Contains(out.String(), "a post without the console token: 401") || !strings.Contains(out.String(), "console: open http://127.0.0.1:") {
+		t.Error("the devnet did not print the console's URL or the refused post")
+	}
+	// Round 7: the gateway answered over one session with no transaction
 	// between answers, and the liar in it was slashed by the dispute.
 	gw := rep.Gateway
 	if gw == nil || len(gw.Answers) != 3 || gw.Txs != 0 || gw.Dispute == nil {
@@ -125,13 +134,13 @@ func TestDevnet(t *testing.T) {
 	}
 	// The devnet's /metrics moved with the rounds: jobs, bids and awards
 	// grow, the liars' slashes and the session are counted.
-	if len(rep.Metrics) != 6 {
-		t.Fatalf("metrics after %d rounds, want 6", len(rep.Metrics))
+	if len(rep.Metrics) != 7 {
+		t.Fatalf("metrics after %d rounds, want 7", len(rep.Metrics))
 	}
-	first, last := rep.Metrics[0], rep.Metrics[5]
+	first, last := rep.Metrics[0], rep.Metrics[6]
 	for _, f := range []string{"ogpu_app_jobs_posted_total", "ogpu_app_bids_total", "ogpu_app_awards_total", "ogpu_app_height"} {
 		if first[f] <= 0 || last[f] <= first[f] {
-			t.Errorf("%s: %g after round 1, %g after round 6: want it positive and growing", f, first[f], last[f])
+			t.Errorf("%s: %g after round 1, %g after round 7: want it positive and growing", f, first[f], last[f])
 		}
 	}
 	if last["ogpu_app_slashes_total"] < 3 || last["ogpu_app_sessions_opened_total"] < 1 {

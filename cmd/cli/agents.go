@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ogpu-network/ogpu/console"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
@@ -108,6 +109,7 @@ password from --password-file or OGPU_PASSWORD).`,
 	run.Flags().String("node", "http://127.0.0.1:26657", "RPC address of the node")
 	addProviderFlags(run)
 	addMetricsFlag(run, metricsProviderListen)
+	addConsoleFlag(run, "this agent's auction decisions, speed, reachability, pricing and stake actions, and the explorer")
 	cmd.AddCommand(run)
 	return cmd
 }
@@ -280,6 +282,9 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	}
 	defer p.Close()
 	if err := providerMetrics(ctx, cmd, c, p.Address(), serveMetrics); err != nil {
+		return err
+	}
+	if err := startConsole(ctx, cmd, c, console.Options{Provider: console.ProviderOf(p)}); err != nil {
 		return err
 	}
 	if len(cfg.Models) > 0 {

@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -32,26 +32,42 @@ func newConsoleCmd() *cobra.Command {
 			if _, err := c.RPC.Status(cmd.Context()); err != nil {
 				return c.Unreachable(err)
 			}
-			s, err := console.New(c, console.Options{})
+			s, l, err := console.Open(c, console.Options{}, laddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			l, err := net.Listen("tcp", laddr)
-			if err != nil {
-				return fmt.Errorf("cannot listen on --laddr %s: %w (pick a free port, e.g. --laddr 127.0.0.1:0)", laddr, err)
-			}
-			if host, _, _ := net.SplitHostPort(laddr); host != "" {
-				if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the console listens on %s, not loopback: anyone who reaches it reads this node's data\n", l.Addr())
-				}
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(cmd.OutOrStdout(), "console: open %s\n", s.URL(l.Addr()))
 			return s.Serve(ctx, l)
 		},
 	}
 	cmd.Flags().String("laddr", "127.0.0.1:8080", "address the console listens on (loopback by default)")
 	cmd.Flags().String("node", "http://127.0.0.1:26657", "RPC address of the node to read")
 	return cmd
+}
+
+// addConsoleFlag adds --console, the address of a process's own console
+// ("" = none).
+func addConsoleFlag(cmd *cobra.Command, what string) {
+	cmd.Flags().String("console", "", "serve the web console ("+what+") on this address, e.g. 127.0.0.1:8080 (loopback unless you mean otherwise; off by default); it prints the URL to open, with its token")
+}
+
+// startConsole serves the console of --console, if set, until ctx ends,
+// with the process's parts in o; a listen error stops the command, a later
+// one is printed.
+func startConsole(ctx context.Context, cmd *cobra.Command, c *node.Client, o console.Options) error {
+	laddr, _ := cmd.Flags().GetString("console")
+	if laddr == "" {
+		return nil
+	}
+	s, l, err := console.Open(c, o, laddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("--console: %w", err)
+	}
+	go func() {
+		if err := s.Serve(ctx, l); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "console stopped: %v\n", err)
+		}
+	}()
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/console"
 	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/ethbridge"
@@ -227,7 +228,11 @@ func newStartCmd() *cobra.Command {
 				}
 			}
 			if on, _ := cmd.Flags().GetBool("provider"); on {
+				// The agent serves --console itself, with its own page.
 				go func() { agentDone("provider", runProviderAgent(ctx, cmd, c, home, false)) }()
+			} else if err := startConsole(ctx, cmd, c, console.Options{}); err != nil {
+				_ = n.Close()
+				return err
 			}
 			if on, _ := cmd.Flags().GetBool("validator-agent"); on {
 				if _, err := os.Stat(node.OperatorKeyFile(home)); err == nil {
@@ -255,6 +260,7 @@ func newStartCmd() *cobra.Command {
 	cmd.Flags().String("eth-rpc", "", "this validator's own Ethereum node (JSON-RPC URL): needed when the chain has the bridge on and HOME/config/bridge_key.hex exists")
 	addProviderFlags(cmd)
 	addMetricsFlag(cmd, metricsNodeListen)
+	addConsoleFlag(cmd, "the explorer, read-only; with --provider, the agent's page and actions too")
 	return cmd
 }
 

@@ -23,8 +23,8 @@ import (
 // award used to be.
 func TestPoolJobClaimedByAgents(t *testing.T) {
 	n := newTestNet(t)
-	n.provider("prov1", 40, false) // asks 0.1 + 24 × 0.04 = 1.06 oGPU
-	n.provider("prov2", 50, false) // asks 1.3 oGPU
+	prov1 := n.provider("prov1", 40, false) // asks 0.1 + 24 × 0.04 = 1.06 oGPU
+	n.provider("prov2", 50, false)          // asks 1.3 oGPU
 	cl := n.client()
 	reward := types.OGPU(2)
 	job := n.job(24)
@@ -66,6 +66,10 @@ func TestPoolJobClaimedByAgents(t *testing.T) {
 	}
 	if res.Awarded == 0 || uint64(res.Awarded) >= j.RevealEnd {
 		t.Fatalf("awarded at height %d, claim window ending at %d: want the award at the second claim, before the window ends", res.Awarded, j.RevealEnd)
+	}
+	// The console shows the claim: at the reward, with the agent's price.
+	if d := decisionOf(t, prov1.agent, res.Job); !d.Bid || !d.Price.Eq(reward) || !strings.Contains(d.Reason, "pool claim") || !strings.Contains(d.Reason, "1.06") {
+		t.Errorf("prov1's decision on pool job %d: %+v, want a claim at the 2 oGPU reward naming its 1.06 oGPU price", res.Job, d)
 	}
 	settledAt := time.Now()
 	// Before issue 14 the award ran at the end of the claim window: wait

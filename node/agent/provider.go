@@ -144,6 +144,11 @@ type Provider struct {
 	sessMu sync.Mutex
 	lanes  map[uint64]*sessionLane
 	height atomic.Uint64
+
+	// dash is what the operator's console shows (dashboard.go); priceMu
+	// guards cfg.Strategy, which SetPricing swaps.
+	dash    *dashboard
+	priceMu sync.Mutex
 }
 
 type taskKey struct {
@@ -191,6 +196,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 		results: make(map[taskKey]*resultSecret), running: make(map[taskKey]bool), checked: make(map[taskKey]bool),
 		pipes: make(map[taskKey]*pipeTask), evals: make(map[[2]types.Hash]*he.Evaluator),
 		splits: make(map[taskKey]*splitState), splitRestarts: make(map[taskKey]splitRestart),
+		dash: newDashboard(),
 	}
 	if p.access == nil {
 		p.access = NewAccess(cfg.Chain)
@@ -222,6 +228,9 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	if cfg.Pipeline {
 		servePushes(cfg.Host, cfg.Chain, cfg.Store, p.access, func() string { return cfg.Host.ID().String() }, p.delivered)
 	}
+	if err := p.watchReachability(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -233,6 +242,7 @@ func (p *Provider) Access() *Access { return p.access }
 
 // Close frees the loaded models.
 func (p *Provider) Close() {
+	p.stopReachability()
 	if p.splitSrv != nil {
 		p.splitSrv.Close()
 	}
@@ -668,21 +678,25 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	j, err := p.cfg.Chain.Job(ctx, id)
 	if err != nil {
 		p.log.Warn("cannot read posted job", "job", id, "err", err)
+		p.decided(id, 0, nil, "cannot read the job: "+err.Error())
 		return
 	}
 	if why := p.cannotRun(j); why != "" {
 		p.log.Info("not bidding", "job", id, "reason", why)
+		p.decided(id, 0, nil, why)
 		return
 	}
 	view := pricing.NewJobView(j.Job, height, pricing.Provider{Address: p.addr.Hex(), Attributes: p.cfg.Attributes})
+	strategy := p.strategy() // every stage of the job at one price
 	for stage := uint16(0); stage < j.Stages; stage++ {
 		if j.Kind == market.KindSplit && (int(stage) >= len(j.Slices) || !p.holdsSlice(j.Slices[stage])) {
 			continue
 		}
 		view.Stage = stage
-		price, err := p.cfg.Strategy.Price(ctx, view)
+		price, err := strategy.Price(ctx, view)
 		if err != nil {
 			p.log.Info("not bidding", "job", id, "stage", stage, "reason", err)
+			p.decided(id, stage, nil, err.Error())
 			continue
 		}
 		if price.IsZero() || price.Gt(j.MaxPrice) {
@@ -690,7 +704,9 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 			if j.Mode == market.ModePool {
 				what = "pool's fixed reward"
 			}
-			p.log.Info("not bidding", "job", id, "stage", stage, "reason", fmt.Sprintf("price %s is not within (0, %s], the %s", types.FormatAmount(price), types.FormatAmount(j.MaxPrice), what))
+			why := fmt.Sprintf("price %s is not within (0, %s], the %s", types.FormatAmount(price), types.FormatAmount(j.MaxPrice), what)
+			p.log.Info("not bidding", "job", id, "stage", stage, "reason", why)
+			p.decided(id, stage, nil, why)
 			continue
 		}
 		if j.Mode == market.ModePool {
@@ -706,12 +722,14 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		msg := &market.MsgCommitBid{Job: id, Stage: stage, Commitment: market.BidCommitment(id, stage, price, s.Salt, p.addr)}
 		if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
 			p.log.Warn("bid refused", "job", id, "stage", stage, "err", err)
+			p.decided(id, stage, nil, fmt.Sprintf("a sealed bid at %s was refused: %v", types.FormatAmount(price), err))
 			p.mu.Lock()
 			delete(p.bids, k)
 			p.mu.Unlock()
 			continue
 		}
 		p.log.Info("sealed bid", "job", id, "stage", stage, "price", types.FormatAmount(price))
+		p.decided(id, stage, price, "sealed bid")
 	}
 }
 
@@ -727,11 +745,14 @@ func (p *Provider) claimTask(ctx context.Context, k taskKey, price, reward *uint
 		var te *node.TxError
 		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
 			p.log.Info("pool task taken by others", "job", k.Job, "stage", k.Stage, "reason", te.Log)
+			p.decided(k.Job, k.Stage, nil, "pool task taken by others: "+te.Log)
 			return
 		}
 		p.log.Warn("claim refused", "job", k.Job, "stage", k.Stage, "err", err)
+		p.decided(k.Job, k.Stage, nil, "pool claim refused: "+err.Error())
 		return
 	}
+	p.decided(k.Job, k.Stage, reward, fmt.Sprintf("pool claim at the fixed reward (our price %s)", types.FormatAmount(price)))
 	var filled market.EventTaskFilled
 	if node.FindEvent(res, &filled) == nil {
 		p.log.Info("claimed pool task: its last claim, awarded", "job", k.Job, "stage", k.Stage, "reward", types.FormatAmount(reward),
@@ -893,6 +914,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	took := time.Since(t1)
 	p.log.Info("generated", "job", k.Job, "tokens", len(out.Tokens), "took", took.Round(time.Microsecond),
 		"tokens_per_second", int(float64(len(out.Tokens))/took.Seconds()))
+	p.dash.speeds.push(SpeedSample{Time: time.Now(), Tokens: len(out.Tokens), Took: took})
 	if p.cfg.OnGenerated != nil {
 		p.cfg.OnGenerated(len(out.Tokens), took)
 	}

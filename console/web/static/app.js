@@ -7,7 +7,8 @@ async function exchangeToken() {
   if (!m) return;
   history.replaceState(null, "", location.pathname + location.search);
   const body = new URLSearchParams({ token: m[1] });
-  await fetch("/api/session", { method: "POST", body, credentials: "same-origin" });
+  const r = await fetch("/api/session", { method: "POST", body, credentials: "same-origin" });
+  document.documentElement.dataset.token = r.ok ? "accepted" : "refused";
 }
 
 function cell(tr, text, cls) {
@@ -55,6 +56,11 @@ async function refreshJob() {
     const el = document.getElementById(id);
     if (el) el.textContent = v;
   }
+  // Past its bidding window a job can no longer be cancelled, and who
+  // could bid is history.
+  if (j.state !== "bidding") {
+    for (const id of ["cancel-job", "who-can-bid"]) document.getElementById(id)?.remove();
+  }
 }
 
 // onBlock prepends a new block to the first page of the block list.
@@ -94,6 +100,10 @@ function live() {
     document.dispatchEvent(new CustomEvent("ogpu:block", { detail: d }));
   });
   es.addEventListener("job", onJob);
+  es.addEventListener("text", (e) => {
+    const out = document.getElementById("output");
+    if (out) out.textContent += JSON.parse(e.data).text;
+  });
 }
 
 exchangeToken();
