@@ -475,6 +475,8 @@ func TestProviderActions(t *testing.T) {
 		{"/api/provider/unbond", url.Values{"amount": {"1e3ogpu"}}, "amount"},
 		{"/api/provider/pricing", url.Values{"base": {"1ogpu"}}, "per_token is missing"},
 		{"/api/provider/pricing", url.Values{"base": {"1ogpu"}, "per_token": {"0.5"}}, "write the unit"},
+		{"/api/provider/pricing", url.Values{"base": {"1ogpu"}, "per_token": {"0ogpu"}}, "per_token must be more than 0ogpu"},
+		{"/api/provider/pricing", url.Values{"base": {"1ogpu"}, "per_token": {"2000000000000ogpu"}}, "more than the whole supply"},
 		{"/api/provider/pricing", url.Values{"base": {"99999999999999999999999999999999999999999999999999999999999999999999999999999999ogpu"}, "per_token": {"1ogpu"}}, "too large"},
 	}
 	for _, b := range bad {

@@ -448,6 +448,9 @@ func formAmount(form url.Values, field string, positive bool) (*uint256.Int, err
 	if positive && a.IsZero() {
 		return nil, fmt.Errorf("%s must be more than 0ogpu", field)
 	}
+	if a.Gt(types.MaxSupply) {
+		return nil, fmt.Errorf("%s %s is more than the whole supply (%s)", field, types.FormatAmount(a), types.FormatAmount(types.MaxSupply))
+	}
 	return a, nil
 }
 
@@ -459,7 +462,7 @@ func (s *Server) setPricing(ctx context.Context, ps ProviderSide, form url.Value
 	if err != nil {
 		return "", http.StatusBadRequest, err
 	}
-	per, err := formAmount(form, "per_token", false)
+	per, err := formAmount(form, "per_token", true) // the agent prices every token
 	if err != nil {
 		return "", http.StatusBadRequest, err
 	}
