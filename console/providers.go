@@ -58,8 +58,8 @@ type providerRow struct {
 	Tomb    bool
 }
 
-// providers lists the registered providers, chain.MaxListed at a time
-// (?after=ADDR pages on).
+// providers lists the registered providers, a chain query's page at a
+// time (?after=ADDR pages on).
 func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -88,7 +88,9 @@ func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	if len(list) >= chain.MaxListed {
+	// The chain examines at most MaxScanned records per query (and lists
+	// at most MaxListed): a full page may have more after it.
+	if len(list) >= min(chain.MaxScanned, chain.MaxListed) {
 		v.Next = list[len(list)-1].Address.Hex()
 	}
 	s.render(w, http.StatusOK, "providers", page{Title: "Providers", Nav: "providers", Data: v})
