@@ -18,16 +18,35 @@ export CGO_CFLAGS   := -O3 -march=$(LEVEL)
 export CGO_CXXFLAGS := -O3 -march=$(LEVEL)
 endif
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check console-assets
 
 all: build
 
-build:
+# The console's chart library, uPlot (MIT), pinned by console/ui's
+# lockfile: npm ci installs it and its two dist files are copied where
+# go:embed picks them up (console/web/static/vendor, gitignored: no copy
+# in git). A plain go build works without them: the charts then show
+# their data as tables and say to run this.
+CONSOLE_UI     := console/ui
+CONSOLE_VENDOR := console/web/static/vendor
+CONSOLE_ASSETS := $(CONSOLE_VENDOR)/uPlot.iife.min.js $(CONSOLE_VENDOR)/uPlot.min.css
+
+console-assets: $(CONSOLE_ASSETS)
+
+$(CONSOLE_UI)/node_modules/.package-lock.json: $(CONSOLE_UI)/package.json $(CONSOLE_UI)/package-lock.json
+	cd $(CONSOLE_UI) && npm ci --no-audit --no-fund
+
+$(CONSOLE_VENDOR)/%: $(CONSOLE_UI)/node_modules/.package-lock.json
+	mkdir -p $(CONSOLE_VENDOR)
+	cp $(CONSOLE_UI)/node_modules/uplot/dist/$* $@
+
+build: console-assets
 	$(GO) build -o $(BIN)/ ./cmd/ogpud ./cmd/ogpu
 
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
-test: lint contracts-check unit race wordsize bench-smoke
+test: export OGPU_REQUIRE_CONSOLE_ASSETS := 1
+test: console-assets lint contracts-check unit race wordsize bench-smoke
 
 unit:
 	$(GO) test -count=1 ./...
@@ -115,7 +134,7 @@ bench-smoke:
 bench-level:
 	scripts/bench-level.sh $(LEVEL)
 
-devnet:
+devnet: console-assets
 	$(GO) run ./cmd/ogpud devnet
 
 clean:

@@ -55,6 +55,9 @@ type Server struct {
 	opt   Options
 	pages map[string]*template.Template
 	hub   *hub
+	paid  blockPayments
+	// charts: the binary embeds the chart library (ChartsEmbedded).
+	charts bool
 
 	mu    sync.RWMutex
 	hosts map[string]bool
@@ -79,7 +82,7 @@ func New(c *node.Client, o Options) (*Server, error) {
 		return nil, err
 	}
 	o.Token = token
-	s := &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}}
+	s := &Server{c: c, token: token, opt: o, pages: pages, hub: newHub(c), hosts: map[string]bool{}, charts: ChartsEmbedded()}
 	if ts, ok := o.Client.(textSource); ok {
 		ts.setTextSink(s.hub.text)
 	}
@@ -169,6 +172,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /jobs/{id}", s.job)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/jobs/{id}", s.jobAPI)
+	mux.HandleFunc("GET /providers", s.providers)
+	mux.HandleFunc("GET /providers/{addr}", s.provider)
+	mux.HandleFunc("GET /api/providers/{addr}/earnings", s.earningsAPI)
+	mux.HandleFunc("POST /api/provider/pricing", s.authed(s.providerAction(s.setPricing)))
+	mux.HandleFunc("POST /api/provider/bond", s.authed(s.providerAction(s.bond)))
+	mux.HandleFunc("POST /api/provider/unbond", s.authed(s.providerAction(s.unbond)))
 	mux.HandleFunc("POST /api/session", s.session)
 	mux.HandleFunc("POST /api/whoami", s.authed(s.whoami))
 	mux.HandleFunc("GET /client", s.client)

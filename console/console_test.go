@@ -47,6 +47,13 @@ func testKey(t testing.TB, i int) *ecdsa.PrivateKey {
 // validator named evilMoniker, keys funded) and the console on it.
 func startEnv(t *testing.T, funded int) *env {
 	t.Helper()
+	return startEnvOpts(t, funded, func(*env) Options { return Options{} })
+}
+
+// startEnvOpts is startEnv with the console's Options made from the env
+// (its keys exist by then).
+func startEnvOpts(t *testing.T, funded int, opts func(*env) Options) *env {
+	t.Helper()
 	home := t.TempDir()
 	conf, err := node.LocalConfig(home, 100*time.Millisecond)
 	if err != nil {
@@ -77,7 +84,7 @@ func startEnv(t *testing.T, funded int) *env {
 	if err := e.c.WaitHeight(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if e.s, err = New(e.c, Options{}); err != nil {
+	if e.s, err = New(e.c, opts(e)); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(e.s.Handler())

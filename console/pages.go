@@ -36,6 +36,7 @@ var funcs = template.FuncMap{
 	"hex":  func(b []byte) string { return hex.EncodeToString(b) },
 	"time": func(t time.Time) string { return t.UTC().Format(timeFormat) },
 	"add":  func(a, b int64) int64 { return a + b },
+	"sub":  func(a uint64, b int64) int64 { return int64(a) - b },
 }
 
 // parsePages parses web/layout.tmpl with each web/pages/*.tmpl.
@@ -64,7 +65,10 @@ type page struct {
 	Title string
 	Nav   string
 	Query string
-	Data  any
+	// Charts loads the chart library (only where a page draws one and the
+	// binary embeds it).
+	Charts bool
+	Data   any
 	// Client is the account whose key the console holds ("": none).
 	Client string
 }

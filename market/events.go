@@ -239,6 +239,39 @@ type EventTaskSettled struct {
 
 func (EventTaskSettled) EventType() string { return "task_settled" }
 
+// EventProviderPaid: escrow released Amount of job Job (stage Stage) to
+// Provider. It is emitted wherever the market pays a provider, so that a
+// provider's earnings are one indexed query
+// (provider_paid.provider='0x…', over tx_search and block_search: most
+// payments happen in FinalizeBlock). Via says why:
+//
+//   - "job": a decided result (agreed or verdict) or an unverified split
+//     slot, paid the stage's clearing price;
+//   - "reservation": a bad_input stage's reservation, or a session lane's
+//     reservation (S21) paid at the award.
+//
+// A session's voucher redemptions are not repeated here: session_redeemed
+// (provider indexed, paid) already names the provider and the amount, and
+// a reader summing both events must not count a redemption twice. So a
+// job's Paid is the sum of its provider_paid amounts plus, for a session,
+// of its session_redeemed paid amounts. Slashed and refunded slots get no
+// event.
+type EventProviderPaid struct {
+	Provider types.Address `event:"provider,index"`
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Amount   *uint256.Int  `event:"amount"`
+	Via      string        `event:"via"`
+}
+
+func (EventProviderPaid) EventType() string { return "provider_paid" }
+
+// Values of EventProviderPaid.Via.
+const (
+	PaidViaJob         = "job"
+	PaidViaReservation = "reservation"
+)
+
 type EventJobCompleted struct {
 	Job          uint64       `event:"job,index"`
 	Paid         *uint256.Int `event:"paid"`

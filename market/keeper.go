@@ -170,6 +170,7 @@ func (k *Keeper) RegisterProvider(from types.Address, info *ProviderInfo, update
 		p = &Provider{Registered: k.ctx.Height}
 	}
 	p.PeerID, p.Addrs, p.Attributes, p.Runtimes, p.Models, p.Class = info.PeerID, info.Addrs, info.Attributes, info.Runtimes, info.Models, info.Class
+	p.Moniker = info.Moniker
 	k.setProvider(from, p)
 	k.emit(EventProviderRegistered{Provider: from, PeerID: info.PeerID, Update: update})
 	return nil

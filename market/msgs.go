@@ -18,6 +18,7 @@ const (
 	MaxRuntimeLen = 32
 	MaxModels     = 64
 	MaxClassLen   = 256
+	MaxMonikerLen = 70
 	// MaxJobTokens bounds an inference job's MaxTokens.
 	MaxJobTokens = 1 << 20
 )
@@ -30,6 +31,10 @@ type ProviderInfo struct {
 	Runtimes   []string
 	Models     []types.Hash
 	Class      string
+	// Moniker is a name shown to people (consoles, explorers): anyone's
+	// text, at most MaxMonikerLen printable characters, escaped where
+	// shown. Optional (older records and messages have none).
+	Moniker string `rlp:"optional"`
 }
 
 // Validate checks the bounds and syntax of everything in the record.
@@ -47,6 +52,8 @@ func (p *ProviderInfo) Validate() error {
 		return fmt.Errorf("%d models, at most %d", len(p.Models), MaxModels)
 	case len(p.Class) > MaxClassLen || !types.Printable(p.Class):
 		return fmt.Errorf("determinism class must be at most %d printable characters", MaxClassLen)
+	case len(p.Moniker) > MaxMonikerLen || !types.Printable(p.Moniker):
+		return fmt.Errorf("moniker must be at most %d printable characters", MaxMonikerLen)
 	}
 	for _, a := range p.Addrs {
 		if a == "" || len(a) > MaxAddrLen || !types.Printable(a) {

@@ -618,6 +618,11 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 		case decided && s.Revealed && s.Result == verdict, reserve:
 			k.esc.Release(j.ID, s.Provider, price)
 			paid.Add(paid, price)
+			via := PaidViaJob
+			if !decided {
+				via = PaidViaReservation
+			}
+			k.emit(EventProviderPaid{Provider: s.Provider, Job: j.ID, Stage: stage, Amount: price.Clone(), Via: via})
 			if decided {
 				k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.CreditAgreed(price, k.p.MinReputationPayment) })
 			}

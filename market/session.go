@@ -95,6 +95,7 @@ func (k *Keeper) openSession(j *Job, a stageAward) {
 		if !s.Reservation.IsZero() {
 			k.esc.Release(j.ID, w.provider, s.Reservation)
 			j.Paid.Add(j.Paid, s.Reservation)
+			k.emit(EventProviderPaid{Provider: w.provider, Job: j.ID, Stage: 0, Amount: s.Reservation.Clone(), Via: PaidViaReservation})
 		}
 		s.Lanes = append(s.Lanes, session.Lane{Provider: w.provider, Budget: new(uint256.Int).Sub(t.Budget, s.Reservation)})
 		k.kv.Set(byProviderKey(w.provider, j.ID), present)

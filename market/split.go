@@ -546,6 +546,7 @@ func (k *Keeper) splitSlot(j *Job, stage uint16, t *verifier.Task, c int, outcom
 		k.esc.Release(j.ID, sl.Provider, price)
 		j.Paid.Add(j.Paid, price)
 		paid = price.Clone()
+		k.emit(EventProviderPaid{Provider: sl.Provider, Job: j.ID, Stage: stage, Amount: price.Clone(), Via: PaidViaJob})
 		k.ver.UpdateReputation(sl.Provider, func(r *verifier.Reputation) { r.Done++ })
 	case SplitInputLie, SplitEquivocated:
 		k.esc.Release(j.ID, j.Client, price)

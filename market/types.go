@@ -26,6 +26,8 @@ type Provider struct {
 	JailedUntil uint64
 	Tombstoned  bool
 	Registered  uint64
+	// Moniker is the provider's display name (ProviderInfo.Moniker).
+	Moniker string `rlp:"optional"`
 }
 
 // JobState is where a job is.

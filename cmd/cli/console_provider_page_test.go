@@ -1,9 +1,3 @@
-//go:build ogpu_provider_page
-
-// This test needs the provider page (branch provider-page): once both
-// branches are merged, delete the build line above and it runs with the
-// others.
-
 package cli
 
 import (

@@ -426,6 +426,7 @@ func newProviderRecordCmd(update bool) *cobra.Command {
 			info.Attributes, _ = f.GetStringArray("attr")
 			info.Runtimes, _ = f.GetStringArray("runtime")
 			info.Class, _ = f.GetString("class")
+			info.Moniker, _ = f.GetString("moniker")
 			models, _ := f.GetStringArray("model")
 			for _, m := range models {
 				h, err := parseHash("model hash", m)
@@ -466,6 +467,7 @@ func newProviderRecordCmd(update bool) *cobra.Command {
 	f.StringArray("runtime", nil, "runtime offered, e.g. llama.cpp or ckks (repeatable)")
 	f.StringArray("model", nil, "sha256 of a model file held locally (repeatable)")
 	f.String("class", "", "determinism class: replicas of one class produce identical outputs")
+	f.String("moniker", "", fmt.Sprintf("display name shown in consoles and explorers (at most %d printable characters)", market.MaxMonikerLen))
 	_ = cmd.MarkFlagRequired("peer-id")
 	addSignFlags(cmd)
 	return cmd

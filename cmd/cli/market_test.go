@@ -581,12 +581,14 @@ func TestMarketInitOperatorFlags(t *testing.T) {
 func TestMarketPoolClaimAndCancel(t *testing.T) {
 	e := startMarketEnv(t)
 	e.provider("p1", "200ogpu")
-	mustContain(t, "provider update", e.ok("tx", "provider", "update", "--from", "p1", "--peer-id", "12D3KooWnew", "--attr", "gpu/vendor/nvidia"), "updated with peer id 12D3KooWnew")
-	if p := e.providerView("p1"); p.PeerID != "12D3KooWnew" || len(p.Attributes) != 1 {
+	mustContain(t, "provider update", e.ok("tx", "provider", "update", "--from", "p1", "--peer-id", "12D3KooWnew", "--attr", "gpu/vendor/nvidia", "--moniker", "Rack 7 <h100>"), "updated with peer id 12D3KooWnew")
+	if p := e.providerView("p1"); p.PeerID != "12D3KooWnew" || len(p.Attributes) != 1 || p.Moniker != "Rack 7 <h100>" {
 		t.Fatalf("after update: %+v", p.Provider)
 	}
 	_, err := e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--attr", "Bad Attr")
 	errContains(t, "a bad attribute", err, "invalid provider record", "Bad Attr")
+	_, err = e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--moniker", strings.Repeat("m", 71))
+	errContains(t, "a moniker too long", err, "invalid provider record", "moniker must be at most 70")
 
 	clientBefore, p1Before := e.balance("client"), e.balance("p1")
 	post := e.postJob("3ogpu", "--mode", "pool", "--runtime", "", "--class", "", "--require", "gpu/vendor/nvidia")

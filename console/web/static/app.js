@@ -97,6 +97,7 @@ function live() {
     const latest = document.getElementById("latest");
     if (latest) latest.textContent = String(d.height);
     onBlock(d);
+    document.dispatchEvent(new CustomEvent("ogpu:block", { detail: d }));
   });
   es.addEventListener("job", onJob);
   es.addEventListener("text", (e) => {
@@ -107,3 +108,5 @@ function live() {
 
 exchangeToken();
 live();
+// The provider page's charts, figures and forms.
+if (document.getElementById("provider")) import("/static/provider.js");

@@ -1,0 +1,161 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserProviderPage opens a provider's page in headless Chromium
+// (the page of the agent this console runs), then runs an agreed job
+// through the chain: the earnings figures move to the exact payment live,
+// without a reload, and the cumulative chart is drawn under the strict
+// CSP. A bond with a bare number is refused on the page; one with its
+// unit reaches the agent and the page says so. It writes provider.png.
+func TestBrowserProviderPage(t *testing.T) {
+	bin := needChromium(t)
+	fake := &fakeAgent{}
+	e := startEnvOpts(t, 3, func(e *env) Options {
+		fake.addr = e.addr(1)
+		return Options{Provider: fake}
+	})
+	model := sha256.Sum256([]byte("browser provider model"))
+	e.registerProviders(t, model)
+	p1 := e.addr(1)
+
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true))
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+
+	// The token URL first (the cookie authorises the forms), then the page.
+	page := e.srv.URL + "/providers/" + p1.Hex()
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.Navigate(e.s.URL(e.srv.Listener.Addr())),
+		chromedp.WaitVisible(chromedp.CSS("#blocks")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.hash === ""`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the token was not exchanged: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#earn-total"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").classList.contains("on")`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the provider page's event stream did not open: %v", err)
+	}
+	before, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#earn-total")))
+	if err != nil || before != "0ogpu" {
+		t.Fatalf("earned before any job: %q (%v), want 0ogpu", before, err)
+	}
+
+	e.agreedJob(t, model)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.__noReload === true && document.getElementById("earn-total").textContent === "1ogpu" && document.getElementById("earn-day").textContent === "1ogpu"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("earn-total").textContent`))
+		t.Fatalf("the earnings did not reach 1ogpu live, without a reload (shown %q): %v", shown, err)
+	}
+	if ChartsEmbedded() {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const c = document.querySelector("#earn-chart canvas"); return !!c && c.width > 300 && c.height > 100; })()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Fatalf("the earnings chart was not drawn: %v", err)
+		}
+		if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#speed-chart canvas").length`)); err != nil || n != 1 {
+			t.Fatalf("the speed chart: %d canvases (%v), want 1", n, err)
+		}
+	} else if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".note").length`)); err != nil || n == 0 {
+		t.Fatalf("without the chart library the page does not say so (%v)", err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "provider.png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+
+	// A bond with a bare number is refused on the page, calling nothing.
+	bond := `form[action="/api/provider/bond"]`
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(bond+` input[name="amount"]`), "10"),
+		chromedp.Click(chromedp.CSS(bond+" button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("flash").textContent.includes("write the unit")`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("a bare-number bond was not refused on the page: %v", err)
+	}
+	if c := fake.Calls(); len(c) != 0 {
+		t.Fatalf("a refused bond reached the agent: %v", c)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(bond+` input[name="amount"]`), "5ogpu"),
+		chromedp.Click(chromedp.CSS(bond+" button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// A success reloads the page (the stake shown is the chain's) with
+	// the agent's answer.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#flash.good"))); err != nil {
+		t.Fatalf("the bond's result is not on the page: %v", err)
+	}
+	if msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#flash"))); err != nil || !strings.Contains(msg, "bonded 5ogpu") {
+		t.Fatalf("the page says %q (%v), want bonded 5ogpu", msg, err)
+	}
+	if got := strings.Join(fake.Calls(), "; "); got != "bond 5ogpu" {
+		t.Fatalf("agent calls %q, want one bond of 5ogpu", got)
+	}
+	if ChartsEmbedded() {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector("#earn-chart canvas")`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Fatalf("the earnings chart was not drawn after the reload: %v", err)
+		}
+	}
+	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = filepath.Join(dir, "provider-full.png")
+	if err := os.WriteFile(p, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+
+	// The list: the moniker, a script, is text; its link opens the page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/providers"), chromedp.WaitVisible(chromedp.CSS("#providers"))); err != nil {
+		t.Fatal(err)
+	}
+	asText, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("#providers tbody td a")].some(a => a.textContent === `+fmt.Sprintf("%q", evilProvider)+` && a.getAttribute("href") === "/providers/`+p1.Hex()+`") && document.querySelectorAll("main script").length === 0`))
+	if err != nil || !asText {
+		t.Fatalf("the moniker %q is not shown as a link's text (%v)", evilProvider, err)
+	}
+	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = filepath.Join(dir, "providers.png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
