@@ -70,7 +70,7 @@ func startMarket(t *testing.T) *marketEnv {
 		p, err := agent.NewProvider(agent.ProviderConfig{
 			Chain: e.c, Key: e.keys[i], Host: h, Store: store, Models: []types.Hash{hash}, Access: access,
 			LLM: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}, Bond: types.OGPU(200),
-			StateDir: t.TempDir(), Logger: quiet, Strategy: agent.DefaultStrategy(),
+			StateDir: t.TempDir(), Logger: quiet, Strategy: agent.DefaultStrategy(), Moniker: fmt.Sprintf(`prov%d <img src=x onerror=alert(1)>`, i),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +152,7 @@ func (e *env) serve(t *testing.T, o Options) *env {
 func TestBrowserPostJobToSettled(t *testing.T) {
 	bin := needChromium(t)
 	m := startMarket(t)
-	ce := m.serve(t, Options{Client: m.client})
+	ce := m.serve(t, Options{Client: m.client, Provider: ProviderOf(m.providers[0])})
 	s, srv := ce.s, ce.srv
 	dir := screenshotDir(t)
 
@@ -267,6 +267,30 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 		t.Fatalf("the client page's job row %q does not show job %d completed and its payment %s (%v)", row, id, types.FormatAmount(j.Paid), err)
 	}
 	shot("client.png")
+
+	// The provider page of the console's own provider agent shows what
+	// it earned from this job, its bid among its decisions, and its speed.
+	prov := m.providers[0].Address()
+	if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/providers/%s", srv.URL, prov.Hex())), chromedp.WaitVisible(chromedp.CSS("#earn-total"))); err != nil {
+		t.Fatal(err)
+	}
+	price := j.Prices[0]
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("earn-total").textContent === %q && document.getElementById("earn-day").textContent === %q`, types.FormatAmount(price), types.FormatAmount(price)), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("earn-total").textContent + " / " + document.getElementById("earn-day").textContent`))
+		t.Fatalf("the provider page shows earnings %s, want %s for job %d: %v", shown, types.FormatAmount(price), id, err)
+	}
+	dec, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#decisions tbody").textContent`))
+	if err != nil || !strings.Contains(dec, fmt.Sprint(id)) {
+		t.Fatalf("the provider's decisions %q do not show its bid on job %d (%v)", dec, id, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#earn-chart canvas") !== null && document.querySelector("#speeds tbody tr") !== null`, chromedp.WithPollingTimeout(10*time.Second))); err != nil && ChartsEmbedded() {
+		t.Fatalf("the earnings chart or the measured speeds are missing: %v", err)
+	}
+	moniker, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.body.textContent.includes("prov1 <img src=x onerror=alert(1)>") && document.querySelectorAll("main img").length === 0`))
+	if err != nil || !moniker {
+		t.Fatalf("the provider's moniker is not shown as text (%v)", err)
+	}
+	shot("provider.png")
 
 	// A session the client opened shows with its budget, and the page
 	// closes it early.

@@ -133,6 +133,7 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("price-stage", "0.1ogpu", "built-in strategy: price per encrypted pipeline stage")
 	f.Bool("pipeline", true, "offer encrypted pipeline stages (CKKS on this CPU; the data stays encrypted)")
 	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
+	f.String("moniker", "", "display name on chain, shown by consoles and explorers (at most 70 printable characters)")
 	f.Int("threads", 0, "llama.cpp threads (default min(4, CPUs)); part of the determinism class")
 	f.Int("batch", 512, "llama.cpp batch size; part of the determinism class")
 	f.String("log-level", "info", "debug, info, warn or error")
@@ -209,6 +210,7 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	}
 	defer h.Close()
 	cfg := agent.ProviderConfig{Chain: c, Key: key, Host: h, Store: store, LLM: llmOptions(cmd), StateDir: filepath.Join(dir, "state"), Logger: logger, Access: access}
+	cfg.Moniker, _ = f.GetString("moniker")
 	files, _ := f.GetStringArray("model")
 	for _, file := range files {
 		hash, err := store.PutFile(file)

@@ -64,6 +64,9 @@ type ProviderConfig struct {
 	Strategy pricing.Strategy
 	// Attributes are published on chain (hardware, measured speed).
 	Attributes []string
+	// Moniker is the provider's display name on chain (consoles and
+	// explorers show it, escaped); "" for none.
+	Moniker string
 	// Bond, if set, is the stake the provider keeps bonded: at start it
 	// bonds the difference if it has less.
 	Bond *uint256.Int
@@ -377,6 +380,7 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		Runtimes:   p.runtimes(),
 		Models:     append(slices.Clone(p.cfg.Models), p.cfg.Slices...),
 		Class:      p.class,
+		Moniker:    p.cfg.Moniker,
 	}
 	if len(info.Addrs) > market.MaxAddrs {
 		info.Addrs = info.Addrs[:market.MaxAddrs]
@@ -397,7 +401,7 @@ func (p *Provider) Register(ctx context.Context, info *market.ProviderInfo) erro
 	case err != nil:
 		return err
 	case pv.PeerID != info.PeerID || !slices.Equal(pv.Addrs, info.Addrs) || !slices.Equal(pv.Attributes, info.Attributes) ||
-		!slices.Equal(pv.Models, info.Models) || pv.Class != info.Class || !slices.Equal(pv.Runtimes, info.Runtimes):
+		!slices.Equal(pv.Models, info.Models) || pv.Class != info.Class || !slices.Equal(pv.Runtimes, info.Runtimes) || pv.Moniker != info.Moniker:
 		msgs = append(msgs, (&market.MsgUpdateProvider{Info: *info}).Raw())
 	}
 	if p.cfg.Bond != nil {
