@@ -33,6 +33,8 @@ type ConsoleReport struct {
 	State  string
 	Paid   *uint256.Int
 	Listed bool
+	// Prov1Earned is what prov1's provider page says it earned in all.
+	Prov1Earned string
 }
 
 // startConsole serves the console until the agents stop.
@@ -40,7 +42,7 @@ func (d *devnet) startConsole() error {
 	models := []console.ModelChoice{{Name: "stories260K", Hash: d.model, Size: d.modelSize}}
 	alice := console.ClientOf(d.ctx, d.client, models, d.logger("console"))
 	alice.Windows = market.Windows{Bid: 4, Reveal: 3, Execute: 25, Verify: 15}
-	s, err := console.New(d.c, console.Options{Client: alice})
+	s, err := console.New(d.c, console.Options{Client: alice, Provider: console.ProviderOf(d.provs[0].agent)})
 	if err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func (d *devnet) startConsole() error {
 	d.goAgent(func() { _ = s.Serve(ctx, ln) })
 	d.console = s
 	d.consoleAddr = ln.Addr()
-	fmt.Fprintf(d.w, "console: open %s (alice's jobs at /client; the token in the #fragment authorises actions)\n", s.URL(ln.Addr()))
+	fmt.Fprintf(d.w, "console: open %s (alice's jobs at /client, prov1's dashboard at /providers/%s; the token in the #fragment authorises actions)\n", s.URL(ln.Addr()), d.provs[0].acct.addr.Hex())
 	return nil
 }
 
@@ -173,5 +175,20 @@ func (d *devnet) consoleRound(report *Report) error {
 	}
 	rep.Listed = strings.Contains(client, fmt.Sprintf(`href="/jobs/%d"`, rep.Job))
 	fmt.Fprintf(w, "job %d settled through the console: paid %s; alice's page lists it: %v\n", rep.Job, types.FormatAmount(j.Paid), rep.Listed)
+
+	// prov1's dashboard: what it earned in all, as its page says.
+	prov1 := d.provs[0].acct.addr
+	body, err := b.get("/api/providers/" + prov1.Hex() + "/earnings")
+	if err != nil {
+		return err
+	}
+	var earn struct {
+		Day, Total string
+	}
+	if err := json.Unmarshal([]byte(body), &earn); err != nil {
+		return fmt.Errorf("prov1's earnings: %w", err)
+	}
+	rep.Prov1Earned = earn.Total
+	fmt.Fprintf(w, "prov1's console page (/providers/%s): earned %s in the last 24 h, %s in all\n", prov1.Hex(), earn.Day, earn.Total)
 	return nil
 }

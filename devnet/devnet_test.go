@@ -112,7 +112,7 @@ func TestDevnet(t *testing.T) {
 	// Round 6: a job posted through the web console's form (token
 	// exchanged for its cookie first; refused without it) settled and is
 	// listed on alice's page.
-	if c := rep.Console; c == nil || c.State != "completed" || c.Paid == nil || c.Paid.IsZero() || !c.Listed {
+	if c := rep.Console; c == nil || c.State != "completed" || c.Paid == nil || c.Paid.IsZero() || !c.Listed || c.Prov1Earned == "" || c.Prov1Earned == "0ogpu" {
 		t.Fatalf("console round: %+v", c)
 	}
 	if !strings.Contains(out.String(), "a post without the console token: 401") || !strings.Contains(out.String(), "console: open http://127.0.0.1:") {
