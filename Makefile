@@ -46,6 +46,9 @@ build: console-assets
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
 test: export OGPU_REQUIRE_CONSOLE_ASSETS := 1
+# The console's browser tests write their 1280x800 screenshots (explorer,
+# job, client and provider pages) here.
+test: export OGPU_CONSOLE_SCREENSHOTS := $(CURDIR)/out/console-screenshots
 test: console-assets lint contracts-check unit race wordsize bench-smoke
 
 unit:
