@@ -133,7 +133,9 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("price-stage", "0.1ogpu", "built-in strategy: price per encrypted pipeline stage")
 	f.Bool("pipeline", true, "offer encrypted pipeline stages (CKKS on this CPU; the data stays encrypted)")
 	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
-	f.String("moniker", "", "display name on chain, shown by consoles and explorers (at most 70 printable characters)")
+	if f.Lookup("moniker") == nil { // ogpud start --provider: the node's name is the provider's
+		f.String("moniker", "", "display name on chain, shown by consoles and explorers (at most 70 printable characters)")
+	}
 	f.Int("threads", 0, "llama.cpp threads (default min(4, CPUs)); part of the determinism class")
 	f.Int("batch", 512, "llama.cpp batch size; part of the determinism class")
 	f.String("log-level", "info", "debug, info, warn or error")
