@@ -16,6 +16,7 @@ import (
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -203,7 +204,7 @@ func TestModelChoices(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "tiny" || got[0].Size == 0 || got[1].Name != "named" || got[1].Hash != types.Hash(h) || got[1].Size != 0 {
 		t.Fatalf("choices %+v", got)
 	}
-	want, _, err := hashFile(path)
+	want, _, err := blobstore.HashFile(path)
 	if err != nil || got[0].Hash != want {
 		t.Fatalf("the file's hash %x, want %x (%v)", got[0].Hash, want, err)
 	}

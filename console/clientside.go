@@ -2,12 +2,9 @@ package console
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sync"
 
 	"github.com/holiman/uint256"
@@ -16,6 +13,7 @@ import (
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -207,26 +205,12 @@ func ModelChoices(specs []string) ([]ModelChoice, error) {
 			if m.Hash, err = gateway.ParseModelHash(mc.Model); err != nil {
 				return nil, err
 			}
-		} else if m.Hash, m.Size, err = hashFile(mc.File); err != nil {
+		} else if m.Hash, m.Size, err = blobstore.HashFile(mc.File); err != nil {
 			return nil, fmt.Errorf("--model %s: %w", mc.File, err)
 		}
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-func hashFile(path string) (types.Hash, uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return types.Hash{}, 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return types.Hash{}, 0, err
-	}
-	return types.BytesToHash(h.Sum(nil)), uint64(n), nil
 }
 
 // CloseSession closes session id early (only its client may; the chain

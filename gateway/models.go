@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -83,7 +81,7 @@ func newModels(cfg Config, c *node.Client, store *blobstore.Store) (*models, err
 		var h types.Hash
 		var size uint64
 		if mc.File != "" {
-			fh, n, err := hashFile(mc.File)
+			fh, n, err := blobstore.HashFile(mc.File)
 			if err != nil {
 				return nil, fmt.Errorf("model %q: %w", mc.Name, err)
 			}
@@ -112,20 +110,6 @@ func newModels(cfg Config, c *node.Client, store *blobstore.Store) (*models, err
 		ms.byName[mc.Name] = h
 	}
 	return ms, nil
-}
-
-func hashFile(path string) (types.Hash, uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return types.Hash{}, 0, err
-	}
-	defer f.Close()
-	hw := sha256.New()
-	n, err := io.Copy(hw, f)
-	if err != nil {
-		return types.Hash{}, 0, err
-	}
-	return types.BytesToHash(hw.Sum(nil)), uint64(n), nil
 }
 
 func notFound(name, why string) *Error {

@@ -67,7 +67,7 @@ func newTestNet(t testing.TB, validator bool) *testNet {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	n := &testNet{t: t, ctx: ctx, home: t.TempDir(), modelPath: path, keys: map[string]*ecdsa.PrivateKey{},
 		lo: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}}
-	n.model, n.modelSize, err = hashFile(path)
+	n.model, n.modelSize, err = blobstore.HashFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

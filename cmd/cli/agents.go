@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -451,17 +450,7 @@ func clientSession(cmd *cobra.Command, ctx context.Context) (*agent.Client, func
 // size are computed.
 func modelArg(s string) (types.Hash, uint64, error) {
 	if st, err := os.Stat(s); err == nil && !st.IsDir() {
-		f, err := os.Open(s)
-		if err != nil {
-			return types.Hash{}, 0, err
-		}
-		defer f.Close()
-		hw := sha256.New()
-		n, err := io.Copy(hw, f)
-		if err != nil {
-			return types.Hash{}, 0, err
-		}
-		return types.BytesToHash(hw.Sum(nil)), uint64(n), nil
+		return blobstore.HashFile(s)
 	}
 	h, err := parseHash("model", s)
 	if err != nil {

@@ -134,6 +134,22 @@ func (s *Store) PutFile(path string) (types.Hash, error) {
 	return h, nil
 }
 
+// HashFile is the hash a file has as a blob (its sha256, which is how the
+// chain names models) and its size, without storing it.
+func HashFile(path string) (types.Hash, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return types.Hash{}, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return types.Hash{}, 0, fmt.Errorf("cannot hash %s: %w", path, err)
+	}
+	return types.BytesToHash(h.Sum(nil)), uint64(n), nil
+}
+
 // put streams size bytes from r into a temporary file, computing the
 // manifest on the way, and moves it into place.
 func (s *Store) put(r io.Reader, size int64) (types.Hash, error) {
