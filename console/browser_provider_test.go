@@ -1,11 +1,8 @@
 package console
 
 import (
-	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +15,9 @@ import (
 // through the chain: the earnings figures move to the exact payment live,
 // without a reload, and the cumulative chart is drawn under the strict
 // CSP. A bond with a bare number is refused on the page; one with its
-// unit reaches the agent and the page says so. It writes provider.png.
+// unit reaches the agent and the page says so. It writes
+// provider-earning.png, provider-full.png and providers.png.
 func TestBrowserProviderPage(t *testing.T) {
-	bin := needChromium(t)
 	fake := &fakeAgent{}
 	e := startEnvOpts(t, 3, func(e *env) Options {
 		fake.addr = e.addr(1)
@@ -30,32 +27,12 @@ func TestBrowserProviderPage(t *testing.T) {
 	e.registerProviders(t, model)
 	p1 := e.addr(1)
 
-	dir := os.Getenv(ScreenshotsEnv)
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	c := openChrome(t, 90*time.Second)
+	ctx, shot := c.ctx, c.shot
 
 	// The token URL first (the cookie authorises the forms), then the page.
 	page := e.srv.URL + "/providers/" + p1.Hex()
-	if err := chromedp.Do(ctx,
-		chromedp.EmulateViewport(1280, 800),
-		chromedp.Navigate(e.s.URL(e.srv.Listener.Addr())),
-		chromedp.WaitVisible(chromedp.CSS("#blocks")),
-	); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.hash === ""`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
-		t.Fatalf("the token was not exchanged: %v", err)
-	}
+	c.login(e.s, e.srv.Listener.Addr())
 	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#earn-total"))); err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +62,7 @@ func TestBrowserProviderPage(t *testing.T) {
 	} else if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".note").length`)); err != nil || n == 0 {
 		t.Fatalf("without the chart library the page does not say so (%v)", err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "provider.png")
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
+	shot("provider-earning.png")
 
 	// A bond with a bare number is refused on the page, calling nothing.
 	bond := `form[action="/api/provider/bond"]`
@@ -106,8 +75,8 @@ func TestBrowserProviderPage(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("flash").textContent.includes("write the unit")`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("a bare-number bond was not refused on the page: %v", err)
 	}
-	if c := fake.Calls(); len(c) != 0 {
-		t.Fatalf("a refused bond reached the agent: %v", c)
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("a refused bond reached the agent: %v", calls)
 	}
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(bond+` input[name="amount"]`), "5ogpu"),
@@ -131,15 +100,7 @@ func TestBrowserProviderPage(t *testing.T) {
 			t.Fatalf("the earnings chart was not drawn after the reload: %v", err)
 		}
 	}
-	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = filepath.Join(dir, "provider-full.png")
-	if err := os.WriteFile(p, full, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
+	c.fullShot("provider-full.png")
 
 	// The list: the moniker, a script, is text; its link opens the page.
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/providers"), chromedp.WaitVisible(chromedp.CSS("#providers"))); err != nil {
@@ -149,13 +110,5 @@ func TestBrowserProviderPage(t *testing.T) {
 	if err != nil || !asText {
 		t.Fatalf("the moniker %q is not shown as a link's text (%v)", evilProvider, err)
 	}
-	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = filepath.Join(dir, "providers.png")
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
+	shot("providers.png")
 }

@@ -1,11 +1,9 @@
 package console
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,42 +38,14 @@ func needChromium(t *testing.T) string {
 // checks that the page's timeline reaches "settled" live, without a reload;
 // it writes 1280×800 screenshots of both pages.
 func TestBrowserJobTimeline(t *testing.T) {
-	bin := needChromium(t)
 	e := startEnv(t, 3)
 	id, _ := e.postJob(t)
-
-	dir := os.Getenv(ScreenshotsEnv)
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
-
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	c := openChrome(t, 60*time.Second)
+	ctx, shot := c.ctx, c.shot
 
 	// The explorer, opened with the token URL: the token becomes a cookie
 	// and leaves the address bar; the live height moves.
 	if err := chromedp.Do(ctx,
-		chromedp.EmulateViewport(1280, 800),
 		chromedp.Navigate(e.s.URL(e.srv.Listener.Addr())),
 		chromedp.WaitVisible(chromedp.CSS("#blocks")),
 	); err != nil {

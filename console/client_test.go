@@ -52,7 +52,8 @@ func TestClientActions(t *testing.T) {
 	e := startEnv(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	model := ModelChoice{Name: "console model", Hash: sha256.Sum256([]byte("console model")), Size: 1}
+	// The operator names the models: a script in a name is text on the page.
+	model := ModelChoice{Name: `<script>alert("model")</script>`, Hash: sha256.Sum256([]byte("console model")), Size: 1}
 	client := e.clientAgent(ctx, t, 0, nil, []ModelChoice{model})
 	ce := e.serve(t, Options{Client: client})
 	srv := ce.srv
@@ -172,7 +173,7 @@ func TestClientActions(t *testing.T) {
 	if code, body, _ := form(t, srv.URL, fmt.Sprintf("/api/jobs/%d/cancel", id), tok, origin, nil); code != http.StatusConflict || !strings.Contains(body, "was not cancelled") {
 		t.Fatalf("second cancel: %d %q, want 409", code, body)
 	}
-	wantPage(t, ce, "/client", 200, "Post an inference job", fmt.Sprintf(`href="/jobs/%d"`, id), "cancelled")
+	wantPage(t, ce, "/client", 200, "Post an inference job", fmt.Sprintf(`href="/jobs/%d"`, id), "cancelled", "&lt;script&gt;alert(&#34;model&#34;)&lt;/script&gt;")
 }
 
 // TestReadOnlyConsoleHasNoClient: a console without a key offers no

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,35 +149,15 @@ func (e *env) serve(t *testing.T, o Options) *env {
 // in; the client's page then lists it with what it paid. An action
 // without the token is refused. Screenshots of the pages are written.
 func TestBrowserPostJobToSettled(t *testing.T) {
-	bin := needChromium(t)
 	m := startMarket(t)
 	ce := m.serve(t, Options{Client: m.client, Provider: ProviderOf(m.providers[0])})
 	s, srv := ce.s, ce.srv
-	dir := screenshotDir(t)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
-	defer cancel()
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	c := openChrome(t, 120*time.Second)
+	ctx, shot := c.ctx, c.shot
 
 	// Before the token: the page's own POST is refused, and nothing is
 	// posted.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/client"), chromedp.WaitVisible(chromedp.CSS("#post-job"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/client"), chromedp.WaitVisible(chromedp.CSS("#post-job"))); err != nil {
 		t.Fatal(err)
 	}
 	refused, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/api/jobs", {method: "POST", body: new URLSearchParams({model: "0x`+strings.Repeat("0", 64)+`", prompt: "x", max_tokens: "4", redundancy: "1", max_price: "1ogpu"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
@@ -193,12 +172,7 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 	}
 
 	// With the token: post through the form.
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL(srv.Listener.Addr())), chromedp.WaitVisible(chromedp.CSS("#blocks"))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.hash === "" && document.cookie === "" && document.documentElement.dataset.token === "accepted"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
-		t.Fatalf("the token stayed in the URL or its cookie is readable from script: %v", err)
-	}
+	c.login(s, srv.Listener.Addr())
 	const prompt = "Once upon a time, a cat"
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/client"),
@@ -337,17 +311,4 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 		t.Fatalf("session %d after the page closed it: %+v (%v)", sc.ID(), v, err)
 	}
 	shot("client-session-closed.png")
-}
-
-// screenshotDir is where the browser tests write screenshots.
-func screenshotDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv(ScreenshotsEnv)
-	if dir == "" {
-		return t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
