@@ -1,0 +1,21 @@
+// Package finetune is the state machine of the fine-tune step-bisection
+// game (issue 16; research/protocol-threats.md §3 lists the attacks it
+// answers, T1–T16, and the rules it must have).
+//
+// Providers of a fine-tune job commit, beside their final model hash, the
+// root of a Merkle tree over their per-step checkpoint hashes (tree.go).
+// When the slots of one job stage end with different roots, the market
+// opens a game between the groups of slots sharing a root (game.go): each
+// round every group opens the c−1 evenly spaced interior checkpoints of
+// the disputed interval (lo, hi) against its root, anyone may relay an
+// opening, and the interval shrinks to the first sub-interval where the
+// groups disagree, until hi = lo + 1. A group that does not open by the
+// round's deadline loses. Then validators re-execute step hi from the
+// agreed checkpoint h_lo and the verdict (Decide) convicts every claim
+// that differs from theirs.
+//
+// It is deterministic like escrow and market: it reads and writes a
+// store.KV and nothing else, and moves no money. The market, which owns
+// jobs, stakes and slashes, opens games (Keeper.OpenGame) and receives the
+// decided ones from Keeper.EndBlock and Keeper.Decide.
+package finetune
