@@ -179,6 +179,9 @@ const (
 	MsgTypeDisputeSession  MsgType = 27
 	MsgTypeSealSessionVote MsgType = 28
 	MsgTypeOpenSessionVote MsgType = 29
+
+	// Fine-tune step-bisection games (finetune).
+	MsgTypeOpenCheckpoints MsgType = 30
 )
 
 // AddressLength is the length of an address in bytes.
