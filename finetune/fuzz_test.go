@@ -14,6 +14,8 @@ import (
 // first byte of a fuzz input (modulo their number).
 var fuzzDecoders = []msgtest.Decoder{
 	{Name: "open-checkpoints", Type: types.MsgTypeOpenCheckpoints, Dec: msgtest.Raw(DecodeMsgOpenCheckpoints)},
+	{Name: "seal-game-vote", Type: types.MsgTypeSealGameVote, Dec: msgtest.Raw(DecodeMsgSealGameVote)},
+	{Name: "open-game-vote", Type: types.MsgTypeOpenGameVote, Dec: msgtest.Raw(DecodeMsgOpenGameVote)},
 }
 
 // fuzzSeeds are a valid encoding of every message and near misses, each
@@ -39,6 +41,10 @@ func fuzzSeeds() map[string][]byte {
 		"open_unordered": enc(0, &MsgOpenCheckpoints{Job: 3, Round: 1, Openings: []Opening{op(4), op(0)}}),
 		"open_long":      enc(0, long),
 		"open_many":      enc(0, many),
+		"seal":           enc(1, &MsgSealGameVote{Job: 3, Stage: 1, Commitment: types.Hash{7}}),
+		"seal_empty":     enc(1, &MsgSealGameVote{Job: 3}),
+		"vote_open":      enc(2, &MsgOpenGameVote{Job: 3, HStar: types.Hash{1}, Salt: types.Hash{2}}),
+		"vote_open_cut":  enc(2, &MsgOpenGameVote{Job: 3})[:10],
 		"empty":          {},
 		"garbage":        []byte("\x00\xf8\xff not a message"),
 	}
@@ -62,7 +68,7 @@ func FuzzDecodeFinetuneMsg(f *testing.F) {
 
 // The seeds decode (or are refused) as their names say.
 func TestFuzzFinetuneSeeds(t *testing.T) {
-	accepted := map[string]bool{"open": true}
+	accepted := map[string]bool{"open": true, "seal": true, "vote_open": true}
 	for name, in := range fuzzSeeds() {
 		if len(in) == 0 {
 			continue

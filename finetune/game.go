@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/rlp"
 
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -189,6 +190,10 @@ type Game struct {
 	Status   Status  `json:"status"`
 	Groups   []Group `json:"groups"`
 	Outcome  string  `json:"outcome"`
+	// Voters vote on the last step (vote.go), sealing until SealBy and
+	// opening until Deadline.
+	Voters []Voter `json:"voters"`
+	SealBy uint64  `json:"seal_by"`
 }
 
 // Interior is the c−1 evenly spaced points strictly inside (Lo, Hi) (all
@@ -261,6 +266,9 @@ type Context struct {
 	Height uint64
 	Events *types.Events
 	Params Params
+	// Chain are the chain's parameters: the vote reads staking's
+	// (validator power) and the market's vote_slash_bps.
+	Chain genesis.Params
 }
 
 // Keeper runs the game. Its methods either succeed completely or return
@@ -382,9 +390,9 @@ func (k *Keeper) OpenGame(s Spec) (*Game, error) {
 	}
 	if g.Hi == g.Lo+1 {
 		// One step: nothing to bisect, the verdict compares the finals.
-		g.Round, g.Status = 0, StatusReexecute
-		k.ctx.KV.Set(DueKey(k.ctx.Height+p.VerdictBlocks, g.Job, g.Stage), []byte{1})
-		g.Deadline = k.ctx.Height + p.VerdictBlocks
+		g.Round = 0
+		g.Deadline = k.ctx.Height // not queued: schedule deletes nothing
+		k.awaitVerdict(g)
 	} else {
 		g.Deadline = k.ctx.Height + p.WindowBlocks
 		k.ctx.KV.Set(DueKey(g.Deadline, g.Job, g.Stage), []byte{1})
@@ -494,8 +502,7 @@ func (k *Keeper) narrow(g *Game) {
 	}
 	hlo := g.Groups[0].HLo
 	if g.Hi == g.Lo+1 {
-		g.Status = StatusReexecute
-		k.schedule(g, k.ctx.Height+k.ctx.Params.VerdictBlocks)
+		k.awaitVerdict(g)
 		k.ctx.Events.Emit(EventGameEnded{Job: g.Job, Stage: g.Stage, Step: g.Hi, HLo: hlo, Rounds: g.Round, Deadline: g.Deadline})
 		return
 	}
@@ -519,8 +526,9 @@ func allEqual(g *Game, f func(*Group) types.Hash) bool {
 // Decide ends a game that is down to one step with the validators'
 // verdict: every group whose claim after step Hi differs from HStar loses
 // (both when neither matches, T3); without an agreed verdict it is a class
-// failure and nobody loses. The vote that produces the verdict (sealed and
-// opened per claim, as job and session disputes) calls it.
+// failure and nobody loses. The package's own vote (vote.go) decides
+// through the same rule; Decide is for a verdict reached elsewhere (the
+// market's, or a test's), and penalizes no voter.
 func (k *Keeper) Decide(job uint64, stage uint16, v Verdict) (*Decided, error) {
 	g, ok := GetGame(k.ctx.KV, job, stage)
 	if !ok {
@@ -533,6 +541,11 @@ func (k *Keeper) Decide(job uint64, stage uint16, v Verdict) (*Decided, error) {
 		return nil, types.ErrWrongPhase.Wrapf("the verdict on the game of job %d stage %d was due by height %d (now %d)", job, stage, g.Deadline, k.ctx.Height)
 	}
 	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage))
+	return k.verdict(g, v), nil
+}
+
+// verdict decides g, awaiting its verdict, with v.
+func (k *Keeper) verdict(g *Game, v Verdict) *Decided {
 	outcome := OutcomeClassFailure
 	if v.Agreed {
 		outcome = OutcomeVerdict
@@ -540,7 +553,7 @@ func (k *Keeper) Decide(job uint64, stage uint16, v Verdict) (*Decided, error) {
 			g.Groups[i].Lost = g.Groups[i].HHi != v.HStar
 		}
 	}
-	return k.end(g, outcome), nil
+	return k.end(g, outcome)
 }
 
 // end decides g with outcome, its groups' Lost already set.
@@ -569,7 +582,8 @@ func (k *Keeper) end(g *Game, outcome string) *Decided {
 // EndBlock ends the games whose deadline is at or before this height, at
 // most MaxGamesPerBlock of them (earliest deadline first; the rest next
 // block): in a round, the groups that did not open lose; awaiting a
-// verdict, no verdict came and it is a class failure.
+// verdict, the votes opened so far decide (no two thirds: a class
+// failure).
 func (k *Keeper) EndBlock() []Decided {
 	var due [][]byte
 	end := append([]byte{prefixDue}, be64(k.ctx.Height+1)...)
@@ -586,7 +600,7 @@ func (k *Keeper) EndBlock() []Decided {
 			continue
 		}
 		if g.Status == StatusReexecute {
-			out = append(out, *k.end(g, OutcomeClassFailure))
+			out = append(out, *k.endVote(g))
 			continue
 		}
 		for i := range g.Groups {
@@ -665,8 +679,8 @@ func gameInvariant(r store.Reader, g *Game) error {
 		return fmt.Errorf("interval (%d, %d) of %d steps", g.Lo, g.Hi, g.Steps)
 	case g.Status == StatusOpen && (g.Hi-g.Lo < 2 || g.Round < 1):
 		return fmt.Errorf("open in round %d with interval (%d, %d)", g.Round, g.Lo, g.Hi)
-	case g.Status == StatusReexecute && g.Hi != g.Lo+1:
-		return fmt.Errorf("awaiting a verdict with interval (%d, %d)", g.Lo, g.Hi)
+	case g.Status == StatusReexecute && (g.Hi != g.Lo+1 || g.SealBy > g.Deadline):
+		return fmt.Errorf("awaiting a verdict with interval (%d, %d), sealing until %d, voting until %d", g.Lo, g.Hi, g.SealBy, g.Deadline)
 	case r.Get(DueKey(g.Deadline, g.Job, g.Stage)) == nil:
 		return fmt.Errorf("live without its deadline %d queued", g.Deadline)
 	case !allEqual(g, func(gr *Group) types.Hash { return gr.HLo }):

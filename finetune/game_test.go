@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -53,6 +54,7 @@ type env struct {
 	kv     *store.Tree
 	height uint64
 	p      Params
+	chain  genesis.Params
 	events types.Events
 }
 
@@ -61,7 +63,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) keeper() *Keeper {
-	return NewKeeper(Context{KV: e.kv, Height: e.height, Events: &e.events, Params: e.p})
+	return NewKeeper(Context{KV: e.kv, Height: e.height, Events: &e.events, Params: e.p, Chain: e.chain})
 }
 
 func (e *env) check() {

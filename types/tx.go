@@ -182,6 +182,8 @@ const (
 
 	// Fine-tune step-bisection games (finetune).
 	MsgTypeOpenCheckpoints MsgType = 30
+	MsgTypeSealGameVote    MsgType = 31
+	MsgTypeOpenGameVote    MsgType = 32
 )
 
 // AddressLength is the length of an address in bytes.
