@@ -50,7 +50,7 @@ func (r run) final() types.Hash { return r.hashes[len(r.hashes)-1] }
 
 // env is a real keeper over a real IAVL store.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	kv     *store.Tree
 	height uint64
 	p      Params
@@ -58,7 +58,7 @@ type env struct {
 	events types.Events
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	return &env{t: t, kv: store.NewMemTree(), height: 100, p: DefaultParams()}
 }
 
@@ -681,4 +681,45 @@ func TestEventsAndKeys(t *testing.T) {
 	if h, j, s, ok := ParseDueKey(DueKey(99, 1<<40+3, 513)); !ok || h != 99 || j != 1<<40+3 || s != 513 {
 		t.Fatal("due key round trip")
 	}
+}
+
+// TestGameDeterminism: the same game script on two fresh stores gives the
+// same state root (no map order, clock or randomness reaches the state).
+func TestGameDeterminism(t *testing.T) {
+	roots := make([][]byte, 2)
+	for i := range roots {
+		e := newEnv(t)
+		n := uint64(500)
+		honest, liar := train(n, 0, ""), train(n, 333, "x")
+		e.open(n, honest, liar)
+		e.play(honest, liar)
+		if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[333]}); err != nil {
+			t.Fatal(err)
+		}
+		roots[i] = e.kv.WorkingHash()
+	}
+	if !slices.Equal(roots[0], roots[1]) {
+		t.Fatalf("two runs of one script: roots %x and %x", roots[0], roots[1])
+	}
+}
+
+// BenchmarkOpenCheckpoints: one round's opening at the largest default
+// job (2^20 steps) and the largest arity (8): 7 interior points plus
+// leaves 0 and N, each a 21-hash proof; the cost the message's gas pays.
+func BenchmarkOpenCheckpoints(b *testing.B) {
+	n := uint64(1 << 20)
+	honest, liar := train(n, 0, ""), train(n, 777_777, "x")
+	e := newEnv(b)
+	e.p.Arity = MaxArity
+	e.open(n, honest, liar)
+	m := e.opening(honest)
+	b.ResetTimer()
+	for range b.N {
+		c := store.NewCache(e.kv)
+		k := NewKeeper(Context{KV: c, Height: e.height, Params: e.p})
+		if err := k.OpenCheckpoints(relayer, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(m.Hashes()), "hashes/op")
 }
