@@ -12,6 +12,7 @@ import (
 type EventGameOpened struct {
 	Job      uint64   `event:"job,index"`
 	Stage    uint16   `event:"stage"`
+	Match    uint16   `event:"match"`
 	Steps    uint64   `event:"steps"`
 	Arity    uint64   `event:"arity"`
 	Roots    []string `event:"roots"`
@@ -25,6 +26,7 @@ func (EventGameOpened) EventType() string { return "finetune_game_opened" }
 type EventCheckpointsOpened struct {
 	Job   uint64        `event:"job,index"`
 	Stage uint16        `event:"stage"`
+	Match uint16        `event:"match"`
 	Round uint64        `event:"round"`
 	Root  types.Hash    `event:"root"`
 	From  types.Address `event:"from"`
@@ -38,6 +40,7 @@ func (EventCheckpointsOpened) EventType() string { return "finetune_checkpoints_
 type EventGameNarrowed struct {
 	Job      uint64     `event:"job,index"`
 	Stage    uint16     `event:"stage"`
+	Match    uint16     `event:"match"`
 	Round    uint64     `event:"round"`
 	Lo       uint64     `event:"lo"`
 	Hi       uint64     `event:"hi"`
@@ -53,6 +56,7 @@ func (EventGameNarrowed) EventType() string { return "finetune_game_narrowed" }
 type EventGameTimeout struct {
 	Job    uint64   `event:"job,index"`
 	Stage  uint16   `event:"stage"`
+	Match  uint16   `event:"match"`
 	Round  uint64   `event:"round"`
 	Silent []string `event:"silent"`
 }
@@ -65,6 +69,7 @@ func (EventGameTimeout) EventType() string { return "finetune_game_timeout" }
 type EventGameEnded struct {
 	Job      uint64     `event:"job,index"`
 	Stage    uint16     `event:"stage"`
+	Match    uint16     `event:"match"`
 	Step     uint64     `event:"step"`
 	HLo      types.Hash `event:"h_lo"`
 	Rounds   uint64     `event:"rounds"`
@@ -78,8 +83,22 @@ func (EventGameEnded) EventType() string { return "finetune_game_ended" }
 type EventGameDecided struct {
 	Job     uint64   `event:"job,index"`
 	Stage   uint16   `event:"stage"`
+	Match   uint16   `event:"match"`
 	Outcome string   `event:"outcome"`
 	Losers  []string `event:"losers"`
 }
 
 func (EventGameDecided) EventType() string { return "finetune_game_decided" }
+
+// EventBracketDone: no game of the stage is left. Survivors are the roots
+// of the groups no game convicted (one claim, or none); ClassFailure: a
+// game ended in a class failure and stopped the bracket.
+type EventBracketDone struct {
+	Job          uint64   `event:"job,index"`
+	Stage        uint16   `event:"stage"`
+	Rounds       uint64   `event:"rounds"`
+	Survivors    []string `event:"survivors"`
+	ClassFailure bool     `event:"class_failure"`
+}
+
+func (EventBracketDone) EventType() string { return "finetune_bracket_done" }

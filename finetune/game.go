@@ -47,8 +47,9 @@ import (
 
 // Store key prefixes owned by this package: 0x60-0x6f.
 const (
-	prefixGame byte = 0x60 // 0x60 | job(8) | stage(2) -> rlp(Game)
-	prefixDue  byte = 0x61 // 0x61 | deadline(8) | job(8) | stage(2) -> 0x01: the round or the verdict ends at height
+	prefixGame    byte = 0x60 // 0x60 | job(8) | stage(2) | match(2) -> rlp(Game)
+	prefixDue     byte = 0x61 // 0x61 | deadline(8) | job(8) | stage(2) | match(2) -> 0x01: the round or the verdict ends at height
+	prefixBracket byte = 0x64 // 0x64 | job(8) | stage(2) -> rlp(Bracket)
 )
 
 // Bounds of the game.
@@ -176,8 +177,10 @@ type Group struct {
 
 // Game is the bisection game of one job stage.
 type Game struct {
-	Job   uint64     `json:"job"`
-	Stage uint16     `json:"stage"`
+	Job   uint64 `json:"job"`
+	Stage uint16 `json:"stage"`
+	// Match numbers the stage's games (its bracket's matches) from 0.
+	Match uint16     `json:"match"`
 	Steps uint64     `json:"steps"`
 	Arity uint64     `json:"arity"`
 	Base  types.Hash `json:"base"`
@@ -241,15 +244,25 @@ type Spec struct {
 }
 
 // Decided is a game that ended: the market slashes Losers' slots (fraud
-// slash), pays Winners and, for a class failure, refunds.
+// slash). Winners only won this game (T4: not deviating first from the
+// other group is not being right); when Done, the stage's bracket is
+// over and Survivors are the slots of the groups no game convicted: one
+// claim, or none when every group lost; with ClassFailure the bracket
+// stopped at a class failure and the market refunds and suspends the
+// class (T9) instead of paying.
 type Decided struct {
 	Job     uint64
 	Stage   uint16
+	Match   uint16
 	Outcome string
 	// Step is the step the validators re-executed (0 for a timeout).
 	Step    uint64
 	Losers  []types.Address
 	Winners []types.Address
+
+	Done         bool
+	Survivors    []types.Address
+	ClassFailure bool
 }
 
 // Verdict is the validators' finding on the game's last step: HStar, the
@@ -288,41 +301,41 @@ func NewKeeper(ctx Context) *Keeper {
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
 
-// GameKey is the store key of the game of (job, stage).
-func GameKey(job uint64, stage uint16) []byte {
-	return append(append([]byte{prefixGame}, be64(job)...), be16(stage)...)
+// GameKey is the store key of match match of the stage's games.
+func GameKey(job uint64, stage, match uint16) []byte {
+	return append(append(append([]byte{prefixGame}, be64(job)...), be16(stage)...), be16(match)...)
 }
 
 // ParseGameKey is GameKey's inverse.
-func ParseGameKey(key []byte) (job uint64, stage uint16, ok bool) {
-	if len(key) != 11 || key[0] != prefixGame {
-		return 0, 0, false
+func ParseGameKey(key []byte) (job uint64, stage, match uint16, ok bool) {
+	if len(key) != 13 || key[0] != prefixGame {
+		return 0, 0, 0, false
 	}
-	return binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint16(key[9:11]), true
+	return binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint16(key[9:11]), binary.BigEndian.Uint16(key[11:13]), true
 }
 
-// DueKey is the queue key of a deadline of the game of (job, stage).
-func DueKey(height, job uint64, stage uint16) []byte {
-	return append(append(append([]byte{prefixDue}, be64(height)...), be64(job)...), be16(stage)...)
+// DueKey is the queue key of a deadline of a game.
+func DueKey(height, job uint64, stage, match uint16) []byte {
+	return append(append(append(append([]byte{prefixDue}, be64(height)...), be64(job)...), be16(stage)...), be16(match)...)
 }
 
 // ParseDueKey is DueKey's inverse.
-func ParseDueKey(key []byte) (height, job uint64, stage uint16, ok bool) {
-	if len(key) != 19 || key[0] != prefixDue {
-		return 0, 0, 0, false
+func ParseDueKey(key []byte) (height, job uint64, stage, match uint16, ok bool) {
+	if len(key) != 21 || key[0] != prefixDue {
+		return 0, 0, 0, 0, false
 	}
-	return binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint64(key[9:17]), binary.BigEndian.Uint16(key[17:19]), true
+	return binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint64(key[9:17]), binary.BigEndian.Uint16(key[17:19]), binary.BigEndian.Uint16(key[19:21]), true
 }
 
-// GetGame returns the game of (job, stage).
-func GetGame(r store.Reader, job uint64, stage uint16) (*Game, bool) {
-	bz := r.Get(GameKey(job, stage))
+// GetGame returns match match of the games of (job, stage).
+func GetGame(r store.Reader, job uint64, stage, match uint16) (*Game, bool) {
+	bz := r.Get(GameKey(job, stage, match))
 	if bz == nil {
 		return nil, false
 	}
 	var g Game
 	if err := rlp.DecodeBytes(bz, &g); err != nil {
-		panic(fmt.Errorf("finetune: stored game %d/%d unreadable: %w", job, stage, err))
+		panic(fmt.Errorf("finetune: stored game %d/%d/%d unreadable: %w", job, stage, match, err))
 	}
 	return &g, true
 }
@@ -332,14 +345,14 @@ func (k *Keeper) set(g *Game) {
 	if err != nil {
 		panic(err)
 	}
-	k.ctx.KV.Set(GameKey(g.Job, g.Stage), bz)
+	k.ctx.KV.Set(GameKey(g.Job, g.Stage, g.Match), bz)
 }
 
 // schedule moves g's queued deadline to height.
 func (k *Keeper) schedule(g *Game, height uint64) {
-	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage))
+	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage, g.Match))
 	g.Deadline = height
-	k.ctx.KV.Set(DueKey(height, g.Job, g.Stage), []byte{1})
+	k.ctx.KV.Set(DueKey(height, g.Job, g.Stage, g.Match), []byte{1})
 }
 
 func hexRoots(g *Game, pick func(*Group) bool) []string {
@@ -354,64 +367,13 @@ func hexRoots(g *Game, pick func(*Group) bool) []string {
 
 // ---- opening ----
 
-// OpenGame starts the game of s: the market calls it when the slots of a
-// fine-tune stage revealed two distinct (root, final hash) claims.
-func (k *Keeper) OpenGame(s Spec) (*Game, error) {
-	p := k.ctx.Params
-	if err := p.Validate(); err != nil {
-		return nil, types.ErrInvalidMsg.Wrapf("%v", err)
-	}
-	if _, exists := GetGame(k.ctx.KV, s.Job, s.Stage); exists {
-		return nil, types.ErrDuplicate.Wrapf("job %d stage %d already has a game", s.Job, s.Stage)
-	}
-	if s.Steps < 1 || s.Steps > p.MaxSteps {
-		return nil, types.ErrInvalidMsg.Wrapf("job %d: %d steps: a fine-tune game covers 1 to %d steps (params max_steps)", s.Job, s.Steps, p.MaxSteps)
-	}
-	if len(s.Groups) != 2 {
-		return nil, types.ErrInvalidMsg.Wrapf("job %d: a game is between 2 groups, not %d: for more distinct roots pair them in a knockout bracket of games", s.Job, len(s.Groups))
-	}
-	a, b := &s.Groups[0], &s.Groups[1]
-	switch {
-	case a.Root == b.Root:
-		return nil, types.ErrInvalidMsg.Wrapf("job %d: both groups committed root %x: slots with one root are one group", s.Job, a.Root)
-	case a.Final == b.Final:
-		return nil, types.ErrInvalidMsg.Wrapf("job %d: both groups claim final hash %x: their results agree, there is no game (differing trees under one final are for audits)", s.Job, a.Final)
-	case len(a.Slots) == 0 || len(b.Slots) == 0:
-		return nil, types.ErrInvalidMsg.Wrapf("job %d: a group has no slots", s.Job)
-	}
-	for _, x := range a.Slots {
-		if slices.Contains(b.Slots, x) {
-			return nil, types.ErrInvalidMsg.Wrapf("job %d: %s is in both groups", s.Job, x)
-		}
-	}
-	g := &Game{Job: s.Job, Stage: s.Stage, Steps: s.Steps, Arity: p.Arity, Base: s.Base, Lo: 0, Hi: s.Steps, Round: 1, Status: StatusOpen}
-	for _, gs := range s.Groups {
-		g.Groups = append(g.Groups, Group{Root: gs.Root, Final: gs.Final, Slots: slices.Clone(gs.Slots), HLo: s.Base, HHi: gs.Final})
-	}
-	if g.Hi == g.Lo+1 {
-		// One step: nothing to bisect, the verdict compares the finals.
-		g.Round = 0
-		g.Deadline = k.ctx.Height // not queued: schedule deletes nothing
-		k.awaitVerdict(g)
-	} else {
-		g.Deadline = k.ctx.Height + p.WindowBlocks
-		k.ctx.KV.Set(DueKey(g.Deadline, g.Job, g.Stage), []byte{1})
-	}
-	k.set(g)
-	k.ctx.Events.Emit(EventGameOpened{Job: g.Job, Stage: g.Stage, Steps: g.Steps, Arity: g.Arity, Roots: hexRoots(g, func(*Group) bool { return true }), Deadline: g.Deadline})
-	if g.Status == StatusReexecute {
-		k.ctx.Events.Emit(EventGameEnded{Job: g.Job, Stage: g.Stage, Step: g.Hi, HLo: g.Base, Rounds: 0, Deadline: g.Deadline})
-	}
-	return g, nil
-}
-
 // OpenCheckpoints records a group's openings for the current round, sent
 // by from (anyone). When every group has opened, the interval narrows.
 func (k *Keeper) OpenCheckpoints(from types.Address, m *MsgOpenCheckpoints) error {
 	// Cheap checks first; the hashing last.
-	g, ok := GetGame(k.ctx.KV, m.Job, m.Stage)
+	g, ok := GetGame(k.ctx.KV, m.Job, m.Stage, m.Match)
 	if !ok {
-		return types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d", m.Job, m.Stage)
+		return types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d match %d", m.Job, m.Stage, m.Match)
 	}
 	if g.Status != StatusOpen {
 		return types.ErrWrongPhase.Wrapf("the game of job %d stage %d is %s: it takes no more openings", g.Job, g.Stage, g.Status)
@@ -466,7 +428,7 @@ func (k *Keeper) OpenCheckpoints(from types.Address, m *MsgOpenCheckpoints) erro
 		}
 	}
 	gr.Opened, gr.Hashes = true, hs
-	k.ctx.Events.Emit(EventCheckpointsOpened{Job: g.Job, Stage: g.Stage, Round: g.Round, Root: gr.Root, From: from, Steps: steps})
+	k.ctx.Events.Emit(EventCheckpointsOpened{Job: g.Job, Stage: g.Stage, Match: g.Match, Round: g.Round, Root: gr.Root, From: from, Steps: steps})
 	if !slices.ContainsFunc(g.Groups, func(x Group) bool { return !x.Opened }) {
 		k.narrow(g)
 	}
@@ -503,12 +465,12 @@ func (k *Keeper) narrow(g *Game) {
 	hlo := g.Groups[0].HLo
 	if g.Hi == g.Lo+1 {
 		k.awaitVerdict(g)
-		k.ctx.Events.Emit(EventGameEnded{Job: g.Job, Stage: g.Stage, Step: g.Hi, HLo: hlo, Rounds: g.Round, Deadline: g.Deadline})
+		k.ctx.Events.Emit(EventGameEnded{Job: g.Job, Stage: g.Stage, Match: g.Match, Step: g.Hi, HLo: hlo, Rounds: g.Round, Deadline: g.Deadline})
 		return
 	}
 	g.Round++
 	k.schedule(g, k.ctx.Height+k.ctx.Params.WindowBlocks)
-	k.ctx.Events.Emit(EventGameNarrowed{Job: g.Job, Stage: g.Stage, Round: g.Round, Lo: g.Lo, Hi: g.Hi, HLo: hlo, Deadline: g.Deadline})
+	k.ctx.Events.Emit(EventGameNarrowed{Job: g.Job, Stage: g.Stage, Match: g.Match, Round: g.Round, Lo: g.Lo, Hi: g.Hi, HLo: hlo, Deadline: g.Deadline})
 }
 
 func allEqual(g *Game, f func(*Group) types.Hash) bool {
@@ -529,10 +491,10 @@ func allEqual(g *Game, f func(*Group) types.Hash) bool {
 // failure and nobody loses. The package's own vote (vote.go) decides
 // through the same rule; Decide is for a verdict reached elsewhere (the
 // market's, or a test's), and penalizes no voter.
-func (k *Keeper) Decide(job uint64, stage uint16, v Verdict) (*Decided, error) {
-	g, ok := GetGame(k.ctx.KV, job, stage)
+func (k *Keeper) Decide(job uint64, stage, match uint16, v Verdict) (*Decided, error) {
+	g, ok := GetGame(k.ctx.KV, job, stage, match)
 	if !ok {
-		return nil, types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d", job, stage)
+		return nil, types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d match %d", job, stage, match)
 	}
 	if g.Status != StatusReexecute {
 		return nil, types.ErrWrongPhase.Wrapf("the game of job %d stage %d is %s: a verdict comes once it is down to one step", job, stage, g.Status)
@@ -540,7 +502,7 @@ func (k *Keeper) Decide(job uint64, stage uint16, v Verdict) (*Decided, error) {
 	if k.ctx.Height > g.Deadline {
 		return nil, types.ErrWrongPhase.Wrapf("the verdict on the game of job %d stage %d was due by height %d (now %d)", job, stage, g.Deadline, k.ctx.Height)
 	}
-	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage))
+	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage, g.Match))
 	return k.verdict(g, v), nil
 }
 
@@ -558,7 +520,7 @@ func (k *Keeper) verdict(g *Game, v Verdict) *Decided {
 
 // end decides g with outcome, its groups' Lost already set.
 func (k *Keeper) end(g *Game, outcome string) *Decided {
-	d := &Decided{Job: g.Job, Stage: g.Stage, Outcome: outcome}
+	d := &Decided{Job: g.Job, Stage: g.Stage, Match: g.Match, Outcome: outcome}
 	if outcome != OutcomeTimeout {
 		d.Step = g.Hi
 	}
@@ -575,7 +537,8 @@ func (k *Keeper) end(g *Game, outcome string) *Decided {
 	}
 	g.Status, g.Outcome = StatusDecided, outcome
 	k.set(g)
-	k.ctx.Events.Emit(EventGameDecided{Job: g.Job, Stage: g.Stage, Outcome: outcome, Losers: losers})
+	k.ctx.Events.Emit(EventGameDecided{Job: g.Job, Stage: g.Stage, Match: g.Match, Outcome: outcome, Losers: losers})
+	k.advance(g, d)
 	return d
 }
 
@@ -594,8 +557,8 @@ func (k *Keeper) EndBlock() []Decided {
 	var out []Decided
 	for _, key := range due {
 		k.ctx.KV.Delete(key)
-		h, job, stage, _ := ParseDueKey(key)
-		g, ok := GetGame(k.ctx.KV, job, stage)
+		h, job, stage, match, _ := ParseDueKey(key)
+		g, ok := GetGame(k.ctx.KV, job, stage, match)
 		if !ok || g.Deadline != h || g.Status == StatusDecided {
 			continue
 		}
@@ -606,7 +569,7 @@ func (k *Keeper) EndBlock() []Decided {
 		for i := range g.Groups {
 			g.Groups[i].Lost = !g.Groups[i].Opened
 		}
-		k.ctx.Events.Emit(EventGameTimeout{Job: g.Job, Stage: g.Stage, Round: g.Round, Silent: hexRoots(g, func(gr *Group) bool { return gr.Lost })})
+		k.ctx.Events.Emit(EventGameTimeout{Job: g.Job, Stage: g.Stage, Match: g.Match, Round: g.Round, Silent: hexRoots(g, func(gr *Group) bool { return gr.Lost })})
 		out = append(out, *k.end(g, OutcomeTimeout))
 	}
 	return out
@@ -641,10 +604,25 @@ func Invariant(r store.Reader) error {
 	if bad != nil {
 		return bad
 	}
+	store.IteratePrefix(r, []byte{prefixBracket}, func(_, value []byte) bool {
+		var b Bracket
+		if err := rlp.DecodeBytes(value, &b); err != nil {
+			bad = err
+			return true
+		}
+		if err := bracketInvariant(r, &b); err != nil {
+			bad = fmt.Errorf("finetune invariant broken: bracket of job %d stage %d: %w", b.Job, b.Stage, err)
+			return true
+		}
+		return false
+	})
+	if bad != nil {
+		return bad
+	}
 	queued := 0
 	store.IteratePrefix(r, []byte{prefixDue}, func(key, _ []byte) bool {
-		h, job, stage, ok := ParseDueKey(key)
-		g, found := GetGame(r, job, stage)
+		h, job, stage, match, ok := ParseDueKey(key)
+		g, found := GetGame(r, job, stage, match)
 		if !ok || !found || g.Status == StatusDecided || g.Deadline != h {
 			bad = fmt.Errorf("finetune invariant broken: deadline %x queued for no live game with that deadline", key)
 			return true
@@ -681,7 +659,7 @@ func gameInvariant(r store.Reader, g *Game) error {
 		return fmt.Errorf("open in round %d with interval (%d, %d)", g.Round, g.Lo, g.Hi)
 	case g.Status == StatusReexecute && (g.Hi != g.Lo+1 || g.SealBy > g.Deadline):
 		return fmt.Errorf("awaiting a verdict with interval (%d, %d), sealing until %d, voting until %d", g.Lo, g.Hi, g.SealBy, g.Deadline)
-	case r.Get(DueKey(g.Deadline, g.Job, g.Stage)) == nil:
+	case r.Get(DueKey(g.Deadline, g.Job, g.Stage, g.Match)) == nil:
 		return fmt.Errorf("live without its deadline %d queued", g.Deadline)
 	case !allEqual(g, func(gr *Group) types.Hash { return gr.HLo }):
 		return fmt.Errorf("the groups disagree at lo %d", g.Lo)

@@ -91,19 +91,18 @@ const job, stage = uint64(7), uint16(0)
 
 func (e *env) open(n uint64, a, b run) *Game {
 	e.t.Helper()
-	g, err := e.keeper().OpenGame(Spec{Job: job, Stage: stage, Steps: n, Base: base, Groups: []GroupSpec{
+	if _, err := e.keeper().OpenGame(Spec{Job: job, Stage: stage, Steps: n, Base: base, Groups: []GroupSpec{
 		{Root: a.root, Final: a.final(), Slots: []types.Address{slotA, slotA2}},
 		{Root: b.root, Final: b.final(), Slots: []types.Address{slotB}},
-	}})
-	if err != nil {
+	}}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.check()
-	return g
+	return e.game()
 }
 
 func (e *env) game() *Game {
-	g, ok := GetGame(e.kv, job, stage)
+	g, ok := GetGame(e.kv, job, stage, 0)
 	if !ok {
 		e.t.Fatal("no game")
 	}
@@ -111,9 +110,11 @@ func (e *env) game() *Game {
 }
 
 // opening is r's answer to the current round of the game.
-func (e *env) opening(r run) *MsgOpenCheckpoints {
-	g := e.game()
-	m := &MsgOpenCheckpoints{Job: job, Stage: stage, Root: r.root, Round: g.Round}
+func (e *env) opening(r run) *MsgOpenCheckpoints { return openingIn(r, e.game()) }
+
+// openingIn is r's answer to the current round of game g.
+func openingIn(r run, g *Game) *MsgOpenCheckpoints {
+	m := &MsgOpenCheckpoints{Job: g.Job, Stage: g.Stage, Match: g.Match, Root: r.root, Round: g.Round}
 	for _, k := range g.Points() {
 		m.Openings = append(m.Openings, Opening{Step: k, Hash: r.hashes[k], Proof: Prove(r.hashes, k)})
 	}
@@ -191,7 +192,7 @@ func TestT1MadeUpStepIsFound(t *testing.T) {
 			if bound := MaxRounds(n, c); rounds > bound {
 				t.Fatalf("c=%d n=%d d=%d: %d rounds, bound %d", c, n, d, rounds, bound)
 			}
-			dec, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[d]})
+			dec, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[d]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +201,8 @@ func TestT1MadeUpStepIsFound(t *testing.T) {
 			if a.root == liar.root {
 				liarSlots, honestSlots = honestSlots, liarSlots
 			}
-			if dec.Outcome != OutcomeVerdict || dec.Step != d || !slices.Equal(dec.Losers, liarSlots) || !slices.Equal(dec.Winners, honestSlots) {
+			if dec.Outcome != OutcomeVerdict || dec.Step != d || !slices.Equal(dec.Losers, liarSlots) || !slices.Equal(dec.Winners, honestSlots) ||
+				!dec.Done || dec.ClassFailure || !slices.Equal(dec.Survivors, honestSlots) {
 				t.Fatalf("c=%d n=%d d=%d: decided %+v, want the liar's slots %v convicted at step %d", c, n, d, dec, liarSlots, d)
 			}
 		}
@@ -223,7 +225,7 @@ func TestT1BaseModelReturned(t *testing.T) {
 	if g := e.game(); g.Hi != 1 || g.Status != StatusReexecute {
 		t.Fatalf("the lazy provider is located at step %d (%s), want 1", g.Hi, g.Status)
 	}
-	dec, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[1]})
+	dec, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[1]})
 	if err != nil || !slices.Equal(dec.Losers, []types.Address{slotB}) {
 		t.Fatalf("decided %+v, %v", dec, err)
 	}
@@ -239,7 +241,7 @@ func TestT3Verdicts(t *testing.T) {
 		e := newEnv(t)
 		honest, x, y := train(n, 0, ""), train(n, 20, "x"), train(n, 20, "y")
 		e.open(n, x, y)
-		if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
+		if _, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
 			t.Fatalf("a verdict during the rounds: %v", err)
 		}
 		e.play(x, y)
@@ -250,17 +252,17 @@ func TestT3Verdicts(t *testing.T) {
 	}
 	t.Run("neither matches", func(t *testing.T) {
 		e, honest := setup(t)
-		dec, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[20]})
+		dec, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[20]})
 		if err != nil || len(dec.Losers) != 3 || len(dec.Winners) != 0 {
 			t.Fatalf("decided %+v, %v: want every slot convicted", dec, err)
 		}
-		if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
+		if _, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
 			t.Fatalf("a second verdict: %v", err)
 		}
 	})
 	t.Run("no two thirds", func(t *testing.T) {
 		e, _ := setup(t)
-		dec, err := e.keeper().Decide(job, stage, Verdict{})
+		dec, err := e.keeper().Decide(job, stage, 0, Verdict{})
 		if err != nil || dec.Outcome != OutcomeClassFailure || len(dec.Losers)+len(dec.Winners) != 0 {
 			t.Fatalf("decided %+v, %v: want a class failure, nobody slashed", dec, err)
 		}
@@ -279,7 +281,7 @@ func TestT3Verdicts(t *testing.T) {
 			t.Fatalf("at the verdict deadline: %+v, want a class failure", out)
 		}
 		e.height++
-		if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
+		if _, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[20]}); !errors.Is(err, types.ErrWrongPhase) {
 			t.Fatalf("a late verdict: %v", err)
 		}
 	})
@@ -294,7 +296,7 @@ func TestOneStepJob(t *testing.T) {
 	if g.Status != StatusReexecute || g.Lo != 0 || g.Hi != 1 || g.Round != 0 {
 		t.Fatalf("one-step game %+v", g)
 	}
-	dec, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.final()})
+	dec, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.final()})
 	if err != nil || !slices.Equal(dec.Losers, []types.Address{slotB}) {
 		t.Fatalf("decided %+v, %v", dec, err)
 	}
@@ -555,11 +557,13 @@ func TestOpenGameRefusals(t *testing.T) {
 		p    func(*Params)
 		says string
 	}{
-		{"three groups", Spec{Steps: n, Groups: []GroupSpec{ga, gb, {Root: types.Hash{3}, Final: types.Hash{3}, Slots: []types.Address{relayer}}}}, nil, "knockout bracket"},
-		{"one root", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: a.root, Final: b.final(), Slots: gb.Slots}}}, nil, "one group"},
+		{"one group", Spec{Steps: n, Groups: []GroupSpec{ga}}, nil, "2 to 64 distinct claims"},
+		{"65 groups", Spec{Steps: n, Groups: make([]GroupSpec, 65)}, nil, "2 to 64 distinct claims"},
+		{"one final among three", Spec{Steps: n, Groups: []GroupSpec{ga, gb, {Root: types.Hash{3}, Final: a.final(), Slots: []types.Address{relayer}}}}, nil, "no game"},
+		{"one root", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: a.root, Final: b.final(), Slots: gb.Slots}}}, nil, "are one group"},
 		{"one final", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: a.final(), Slots: gb.Slots}}}, nil, "no game"},
-		{"no slots", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: b.final()}}}, nil, "no slots"},
-		{"a slot in both", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: b.final(), Slots: []types.Address{slotB, slotA}}}}, nil, "in both groups"},
+		{"no slots", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: b.final()}}}, nil, "has no slots"},
+		{"a slot in both", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: b.final(), Slots: []types.Address{slotB, slotA}}}}, nil, "in two groups"},
 		{"no steps", Spec{Groups: []GroupSpec{ga, gb}}, nil, "1 to"},
 		{"too many steps", Spec{Steps: 1<<20 + 1, Groups: []GroupSpec{ga, gb}}, nil, "max_steps"},
 		{"arity 9", Spec{Steps: n, Groups: []GroupSpec{ga, gb}}, func(p *Params) { p.Arity = 9 }, "arity"},
@@ -629,7 +633,7 @@ func TestInvariantCatchesBrokenGames(t *testing.T) {
 		{"agree at hi", func(_ *env, g *Game) { g.Groups[1].HHi = g.Groups[0].HHi }},
 		{"empty interval", func(_ *env, g *Game) { g.Lo = g.Hi }},
 		{"rounds beyond the bound", func(_ *env, g *Game) { g.Round = MaxRounds(n, g.Arity) + 1 }},
-		{"deadline not queued", func(e *env, g *Game) { e.kv.Delete(DueKey(g.Deadline, g.Job, g.Stage)) }},
+		{"deadline not queued", func(e *env, g *Game) { e.kv.Delete(DueKey(g.Deadline, g.Job, g.Stage, g.Match)) }},
 		{"every group opened", func(_ *env, g *Game) {
 			for i := range g.Groups {
 				g.Groups[i].Opened, g.Groups[i].Hashes = true, []types.Hash{{}}
@@ -668,17 +672,21 @@ func TestEventsAndKeys(t *testing.T) {
 	if err := types.DecodeEvent(e.events[len(e.events)-1], &ended); err != nil || ended.Step != 5 || ended.HLo != a.hashes[4] || ended.Rounds != 4 {
 		t.Fatalf("ended %+v, %v", ended, err)
 	}
-	if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: a.hashes[5]}); err != nil {
+	if _, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: a.hashes[5]}); err != nil {
 		t.Fatal(err)
 	}
 	var decided EventGameDecided
-	if err := types.DecodeEvent(e.events[len(e.events)-1], &decided); err != nil || decided.Outcome != OutcomeVerdict || !slices.Equal(decided.Losers, []string{slotB.Hex()}) {
+	if err := types.DecodeEvent(e.events[len(e.events)-2], &decided); err != nil || decided.Outcome != OutcomeVerdict || !slices.Equal(decided.Losers, []string{slotB.Hex()}) {
 		t.Fatalf("decided %+v, %v", decided, err)
 	}
-	if j, s, ok := ParseGameKey(GameKey(1<<40+3, 513)); !ok || j != 1<<40+3 || s != 513 {
+	var done EventBracketDone
+	if err := types.DecodeEvent(e.events[len(e.events)-1], &done); err != nil || done.Rounds != 1 || !slices.Equal(done.Survivors, []string{a.root.Hex()}) || done.ClassFailure {
+		t.Fatalf("bracket done %+v, %v", done, err)
+	}
+	if j, s, m, ok := ParseGameKey(GameKey(1<<40+3, 513, 7)); !ok || j != 1<<40+3 || s != 513 || m != 7 {
 		t.Fatal("game key round trip")
 	}
-	if h, j, s, ok := ParseDueKey(DueKey(99, 1<<40+3, 513)); !ok || h != 99 || j != 1<<40+3 || s != 513 {
+	if h, j, s, m, ok := ParseDueKey(DueKey(99, 1<<40+3, 513, 7)); !ok || h != 99 || j != 1<<40+3 || s != 513 || m != 7 {
 		t.Fatal("due key round trip")
 	}
 }
@@ -693,7 +701,7 @@ func TestGameDeterminism(t *testing.T) {
 		honest, liar := train(n, 0, ""), train(n, 333, "x")
 		e.open(n, honest, liar)
 		e.play(honest, liar)
-		if _, err := e.keeper().Decide(job, stage, Verdict{Agreed: true, HStar: honest.hashes[333]}); err != nil {
+		if _, err := e.keeper().Decide(job, stage, 0, Verdict{Agreed: true, HStar: honest.hashes[333]}); err != nil {
 			t.Fatal(err)
 		}
 		roots[i] = e.kv.WorkingHash()

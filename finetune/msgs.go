@@ -12,13 +12,14 @@ type Opening struct {
 }
 
 // MsgOpenCheckpoints opens, for the group of slots whose committed root
-// is Root, the checkpoints a round of the game of (Job, Stage) asks for
+// is Root, the checkpoints a round of game (Job, Stage, Match) asks for
 // (Game.Points). Anyone may send it (a provider, or a relayer holding the
 // provider's hashes): only openings that verify against Root count, so a
 // relayer can help a group and never hurt it (T7).
 type MsgOpenCheckpoints struct {
 	Job      uint64
 	Stage    uint16
+	Match    uint16
 	Root     types.Hash
 	Round    uint64
 	Openings []Opening

@@ -31,20 +31,21 @@ import (
 
 // Vote store prefixes.
 const (
-	prefixSealed byte = 0x62 // 0x62 | job(8) | stage(2) | validator(20) -> commitment(32)
-	prefixOpened byte = 0x63 // 0x63 | job(8) | stage(2) | validator(20) -> h*(32)
+	prefixSealed byte = 0x62 // 0x62 | job(8) | stage(2) | match(2) | validator(20) -> commitment(32)
+	prefixOpened byte = 0x63 // 0x63 | job(8) | stage(2) | match(2) | validator(20) -> h*(32)
 )
 
 // GameVoteTag starts every game vote commitment.
 const GameVoteTag = "ogpu/ftvote/v1"
 
 // GameVoteCommitment is sha256("ogpu/ftvote/v1" | job(8) | stage(2) |
-// h*(32) | salt(32) | validator(20)).
-func GameVoteCommitment(job uint64, stage uint16, hStar, salt types.Hash, validator types.Address) types.Hash {
+// match(2) | h*(32) | salt(32) | validator(20)).
+func GameVoteCommitment(job uint64, stage, match uint16, hStar, salt types.Hash, validator types.Address) types.Hash {
 	h := sha256.New()
 	h.Write([]byte(GameVoteTag))
 	h.Write(binary.BigEndian.AppendUint64(nil, job))
 	h.Write(binary.BigEndian.AppendUint16(nil, stage))
+	h.Write(binary.BigEndian.AppendUint16(nil, match))
 	h.Write(hStar[:])
 	h.Write(salt[:])
 	h.Write(validator[:])
@@ -62,6 +63,7 @@ type Voter struct {
 type MsgSealGameVote struct {
 	Job        uint64
 	Stage      uint16
+	Match      uint16
 	Commitment types.Hash
 }
 
@@ -84,6 +86,7 @@ func DecodeMsgSealGameVote(data []byte) (*MsgSealGameVote, error) {
 type MsgOpenGameVote struct {
 	Job   uint64
 	Stage uint16
+	Match uint16
 	HStar types.Hash
 	Salt  types.Hash
 }
@@ -104,6 +107,7 @@ func DecodeMsgOpenGameVote(data []byte) (*MsgOpenGameVote, error) {
 type EventVoteSealed struct {
 	Job       uint64        `event:"job,index"`
 	Stage     uint16        `event:"stage"`
+	Match     uint16        `event:"match"`
 	Validator types.Address `event:"validator,index"`
 }
 
@@ -113,6 +117,7 @@ func (EventVoteSealed) EventType() string { return "finetune_vote_sealed" }
 type EventVoteOpened struct {
 	Job       uint64        `event:"job,index"`
 	Stage     uint16        `event:"stage"`
+	Match     uint16        `event:"match"`
 	Validator types.Address `event:"validator,index"`
 	HStar     types.Hash    `event:"h_star"`
 	Power     uint64        `event:"power"`
@@ -125,6 +130,7 @@ func (EventVoteOpened) EventType() string { return "finetune_vote_opened" }
 type EventVoterSlashed struct {
 	Job       uint64        `event:"job,index"`
 	Stage     uint16        `event:"stage"`
+	Match     uint16        `event:"match"`
 	Validator types.Address `event:"validator,index"`
 	Amount    *uint256.Int  `event:"amount"`
 	Reason    string        `event:"reason"`
@@ -132,12 +138,12 @@ type EventVoterSlashed struct {
 
 func (EventVoterSlashed) EventType() string { return "finetune_voter_slashed" }
 
-func voteKey(prefix byte, job uint64, stage uint16, v types.Address) []byte {
-	return append(append(append([]byte{prefix}, be64(job)...), be16(stage)...), v.Bytes()...)
+func votePrefix(prefix byte, job uint64, stage, match uint16) []byte {
+	return append(append(append([]byte{prefix}, be64(job)...), be16(stage)...), be16(match)...)
 }
 
-func votePrefix(prefix byte, job uint64, stage uint16) []byte {
-	return append(append([]byte{prefix}, be64(job)...), be16(stage)...)
+func voteKey(prefix byte, job uint64, stage, match uint16, v types.Address) []byte {
+	return append(votePrefix(prefix, job, stage, match), v.Bytes()...)
 }
 
 // OpenVote is a voter's opened h*.
@@ -148,9 +154,9 @@ type OpenVote struct {
 
 // SealedVoters lists the voters that sealed a vote on a game, in address
 // order.
-func SealedVoters(r store.Reader, job uint64, stage uint16) []types.Address {
+func SealedVoters(r store.Reader, job uint64, stage, match uint16) []types.Address {
 	var out []types.Address
-	pfx := votePrefix(prefixSealed, job, stage)
+	pfx := votePrefix(prefixSealed, job, stage, match)
 	store.IteratePrefix(r, pfx, func(key, _ []byte) bool {
 		out = append(out, types.BytesToAddress(key[len(pfx):]))
 		return false
@@ -159,9 +165,9 @@ func SealedVoters(r store.Reader, job uint64, stage uint16) []types.Address {
 }
 
 // OpenedVotes lists the opened votes on a game, in address order.
-func OpenedVotes(r store.Reader, job uint64, stage uint16) []OpenVote {
+func OpenedVotes(r store.Reader, job uint64, stage, match uint16) []OpenVote {
 	var out []OpenVote
-	pfx := votePrefix(prefixOpened, job, stage)
+	pfx := votePrefix(prefixOpened, job, stage, match)
 	store.IteratePrefix(r, pfx, func(key, value []byte) bool {
 		out = append(out, OpenVote{Validator: types.BytesToAddress(key[len(pfx):]), HStar: types.BytesToHash(value)})
 		return false
@@ -210,11 +216,11 @@ func (k *Keeper) awaitVerdict(g *Game) {
 }
 
 // votingGame returns a game awaiting its verdict, for a vote from from.
-func (k *Keeper) votingGame(job uint64, stage uint16, from types.Address) (*Game, error) {
-	g, ok := GetGame(k.ctx.KV, job, stage)
+func (k *Keeper) votingGame(job uint64, stage, match uint16, from types.Address) (*Game, error) {
+	g, ok := GetGame(k.ctx.KV, job, stage, match)
 	switch {
 	case !ok:
-		return nil, types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d", job, stage)
+		return nil, types.ErrUnknownJob.Wrapf("no fine-tune game for job %d stage %d match %d", job, stage, match)
 	case g.Status != StatusReexecute:
 		return nil, types.ErrWrongPhase.Wrapf("the game of job %d stage %d is %s: votes come once it is down to one step", job, stage, g.Status)
 	case g.VoterPower(from) == 0:
@@ -225,49 +231,49 @@ func (k *Keeper) votingGame(job uint64, stage uint16, from types.Address) (*Game
 
 // SealVote records a voter's sealed h*.
 func (k *Keeper) SealVote(from types.Address, m *MsgSealGameVote) error {
-	g, err := k.votingGame(m.Job, m.Stage, from)
+	g, err := k.votingGame(m.Job, m.Stage, m.Match, from)
 	if err != nil {
 		return err
 	}
 	if k.ctx.Height > g.SealBy {
 		return types.ErrWrongPhase.Wrapf("sealed votes on the game of job %d stage %d closed at height %d (now %d)", g.Job, g.Stage, g.SealBy, k.ctx.Height)
 	}
-	key := voteKey(prefixSealed, g.Job, g.Stage, from)
+	key := voteKey(prefixSealed, g.Job, g.Stage, g.Match, from)
 	if k.ctx.KV.Get(key) != nil {
 		return types.ErrDuplicate.Wrapf("%s already sealed a vote on the game of job %d stage %d", from, g.Job, g.Stage)
 	}
 	k.ctx.KV.Set(key, m.Commitment.Bytes())
-	k.ctx.Events.Emit(EventVoteSealed{Job: g.Job, Stage: g.Stage, Validator: from})
+	k.ctx.Events.Emit(EventVoteSealed{Job: g.Job, Stage: g.Stage, Match: g.Match, Validator: from})
 	return nil
 }
 
 // OpenVote opens a voter's sealed h*, once every voter sealed or the
 // sealing is over. When every voter has opened, the game is decided.
 func (k *Keeper) OpenVote(from types.Address, m *MsgOpenGameVote) (*Decided, error) {
-	g, err := k.votingGame(m.Job, m.Stage, from)
+	g, err := k.votingGame(m.Job, m.Stage, m.Match, from)
 	if err != nil {
 		return nil, err
 	}
-	sealed := k.ctx.KV.Get(voteKey(prefixSealed, g.Job, g.Stage, from))
-	openedKey := voteKey(prefixOpened, g.Job, g.Stage, from)
+	sealed := k.ctx.KV.Get(voteKey(prefixSealed, g.Job, g.Stage, g.Match, from))
+	openedKey := voteKey(prefixOpened, g.Job, g.Stage, g.Match, from)
 	switch {
 	case k.ctx.Height > g.Deadline:
 		return nil, types.ErrWrongPhase.Wrapf("voting on the game of job %d stage %d closed at height %d", g.Job, g.Stage, g.Deadline)
-	case k.ctx.Height <= g.SealBy && len(SealedVoters(k.ctx.KV, g.Job, g.Stage)) < len(g.Voters):
+	case k.ctx.Height <= g.SealBy && len(SealedVoters(k.ctx.KV, g.Job, g.Stage, g.Match)) < len(g.Voters):
 		return nil, types.ErrWrongPhase.Wrapf("votes on the game of job %d stage %d are opened once every voter has sealed one or after height %d", g.Job, g.Stage, g.SealBy)
 	case sealed == nil:
 		return nil, types.ErrWrongPhase.Wrapf("%s sealed no vote on the game of job %d stage %d: only sealed votes are opened", from, g.Job, g.Stage)
 	case k.ctx.KV.Get(openedKey) != nil:
 		return nil, types.ErrDuplicate.Wrapf("%s already opened its vote on the game of job %d stage %d", from, g.Job, g.Stage)
-	case GameVoteCommitment(g.Job, g.Stage, m.HStar, m.Salt, from) != types.BytesToHash(sealed):
+	case GameVoteCommitment(g.Job, g.Stage, g.Match, m.HStar, m.Salt, from) != types.BytesToHash(sealed):
 		return nil, types.ErrCommitMismatch.Wrapf("hash(job %d, stage %d, h*, salt, %s) is not the sealed vote", g.Job, g.Stage, from)
 	}
 	k.ctx.KV.Set(openedKey, m.HStar.Bytes())
-	k.ctx.Events.Emit(EventVoteOpened{Job: g.Job, Stage: g.Stage, Validator: from, HStar: m.HStar, Power: g.VoterPower(from)})
-	if len(OpenedVotes(k.ctx.KV, g.Job, g.Stage)) < len(g.Voters) {
+	k.ctx.Events.Emit(EventVoteOpened{Job: g.Job, Stage: g.Stage, Match: g.Match, Validator: from, HStar: m.HStar, Power: g.VoterPower(from)})
+	if len(OpenedVotes(k.ctx.KV, g.Job, g.Stage, g.Match)) < len(g.Voters) {
 		return nil, nil
 	}
-	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage))
+	k.ctx.KV.Delete(DueKey(g.Deadline, g.Job, g.Stage, g.Match))
 	return k.endVote(g), nil
 }
 
@@ -276,7 +282,7 @@ func (k *Keeper) OpenVote(from types.Address, m *MsgOpenGameVote) (*Decided, err
 // failure. Voters that opened nothing, or another h* than a decided
 // verdict, lose vote_slash_bps.
 func (k *Keeper) endVote(g *Game) *Decided {
-	votes := OpenedVotes(k.ctx.KV, g.Job, g.Stage)
+	votes := OpenedVotes(k.ctx.KV, g.Job, g.Stage, g.Match)
 	var total uint64
 	for _, v := range g.Voters {
 		total += v.Power
@@ -297,7 +303,7 @@ func (k *Keeper) endVote(g *Game) *Decided {
 		}
 	}
 	esc := escrow.NewKeeper(k.ctx.KV)
-	where := "the game of job " + strconv.FormatUint(g.Job, 10) + " stage " + strconv.FormatUint(uint64(g.Stage), 10)
+	where := "the game of job " + strconv.FormatUint(g.Job, 10) + " stage " + strconv.FormatUint(uint64(g.Stage), 10) + " match " + strconv.FormatUint(uint64(g.Match), 10)
 	for _, v := range g.Voters {
 		i := slices.IndexFunc(votes, func(o OpenVote) bool { return o.Validator == v.Validator })
 		reason := ""
@@ -310,7 +316,7 @@ func (k *Keeper) endVote(g *Game) *Decided {
 			continue
 		}
 		res := esc.Slash(v.Validator, k.ctx.Chain.Market.VoteSlashBps, types.Address{}, 0)
-		k.ctx.Events.Emit(EventVoterSlashed{Job: g.Job, Stage: g.Stage, Validator: v.Validator, Amount: res.Slashed, Reason: reason})
+		k.ctx.Events.Emit(EventVoterSlashed{Job: g.Job, Stage: g.Stage, Match: g.Match, Validator: v.Validator, Amount: res.Slashed, Reason: reason})
 	}
 	return k.verdict(g, verdict)
 }

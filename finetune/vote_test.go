@@ -57,7 +57,7 @@ func newVoteEnv(t *testing.T) *voteEnv {
 }
 
 func (e *voteEnv) seal(v types.Address, h types.Hash) error {
-	m, err := DecodeMsgSealGameVote((&MsgSealGameVote{Job: job, Stage: stage, Commitment: GameVoteCommitment(job, stage, h, e.salt, v)}).Raw().Data)
+	m, err := DecodeMsgSealGameVote((&MsgSealGameVote{Job: job, Stage: stage, Commitment: GameVoteCommitment(job, stage, 0, h, e.salt, v)}).Raw().Data)
 	if err != nil {
 		return err
 	}
