@@ -5,14 +5,15 @@
 // Providers of a fine-tune job commit, beside their final model hash, the
 // root of a Merkle tree over their per-step checkpoint hashes (tree.go).
 // When the slots of one job stage end with different roots, the market
-// opens a game between the groups of slots sharing a root (game.go): each
-// round every group opens the c−1 evenly spaced interior checkpoints of
+// opens games between the groups of slots sharing a root (game.go; more
+// than two groups play a knockout bracket, bracket.go): in each game every
+// round each group opens the c−1 evenly spaced interior checkpoints of
 // the disputed interval (lo, hi) against its root, anyone may relay an
 // opening, and the interval shrinks to the first sub-interval where the
 // groups disagree, until hi = lo + 1. A group that does not open by the
 // round's deadline loses. Then validators re-execute step hi from the
-// agreed checkpoint h_lo and the verdict (Decide) convicts every claim
-// that differs from theirs.
+// agreed checkpoint h_lo and vote, sealed then opened (vote.go): the
+// verdict convicts every claim that differs from their h*.
 //
 // It is deterministic like escrow and market: it reads and writes a
 // store.KV and nothing else, and moves no money. The market, which owns
