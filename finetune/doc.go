@@ -16,7 +16,9 @@
 // verdict convicts every claim that differs from their h*.
 //
 // It is deterministic like escrow and market: it reads and writes a
-// store.KV and nothing else, and moves no money. The market, which owns
-// jobs, stakes and slashes, opens games (Keeper.OpenGame) and receives the
-// decided ones from Keeper.EndBlock and Keeper.Decide.
+// store.KV and nothing else. The only money it moves is the voters'
+// vote_slash_bps for a missed or contrary vote (through escrow, as
+// session disputes do); the market, which owns jobs, stakes and provider
+// slashes, opens games (Keeper.OpenGame) and acts on the decided ones
+// that Keeper.EndBlock, Keeper.OpenVote and Keeper.Decide return.
 package finetune
