@@ -84,6 +84,20 @@ func GetBracket(r store.Reader, job uint64, stage uint16) (*Bracket, bool) {
 	return &b, true
 }
 
+// Games returns the games of (job, stage), by match.
+func Games(r store.Reader, job uint64, stage uint16) []*Game {
+	var out []*Game
+	store.IteratePrefix(r, append([]byte{prefixGame}, BracketKey(job, stage)[1:]...), func(_, value []byte) bool {
+		var g Game
+		if err := rlp.DecodeBytes(value, &g); err != nil {
+			panic(fmt.Errorf("finetune: stored game of job %d stage %d unreadable: %w", job, stage, err))
+		}
+		out = append(out, &g)
+		return false
+	})
+	return out
+}
+
 func (k *Keeper) setBracket(b *Bracket) {
 	bz, err := rlp.EncodeToBytes(b)
 	if err != nil {

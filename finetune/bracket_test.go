@@ -110,6 +110,9 @@ func TestBracketSybilRootsLose(t *testing.T) {
 		if len(losers) != m-1 || slices.Contains(losers, s.slots[hi][0]) {
 			t.Fatalf("m=%d: convicted %v", m, losers)
 		}
+		if gs := Games(e.kv, job, stage); len(gs) != m-1 || gs[len(gs)-1].Match != uint16(m-2) {
+			t.Fatalf("m=%d: %d games stored, want %d numbered from 0", m, len(gs), m-1)
+		}
 		if b.Round > MaxBracketRounds(uint64(m)) || len(decided) != m-1 {
 			t.Fatalf("m=%d: %d bracket rounds (bound %d), %d games", m, b.Round, MaxBracketRounds(uint64(m)), len(decided))
 		}

@@ -31,16 +31,16 @@ import (
 // the first sub-interval where the groups disagree; at the round's
 // deadline a group that did not open loses with the fraud slash (T6:
 // silence costs as much as losing). When Hi = Lo + 1 validators
-// re-execute step Hi from HLo and Decide convicts every group whose claim
-// differs from theirs (both when neither matches, T3); without a 2/3
-// verdict, or none by the verdict deadline, it is a class failure and
-// nobody is slashed (T9).
+// re-execute step Hi from HLo and their verdict (vote.go, or Decide)
+// convicts every group whose claim differs from theirs (both when
+// neither matches, T3); without a 2/3 verdict, or none by the verdict
+// deadline, it is a class failure and nobody is slashed (T9).
 //
 // Bounds (T5): each round divides the interval by the arity c (the longest
 // sub-interval is ⌈(Hi−Lo)/c⌉), so a game has at most MaxRounds(N, c) =
 // ⌈log_c N⌉ rounds, each at most window_blocks long, plus verdict_blocks:
 // Params.MaxGameBlocks. Verifying an opening costs its proof length in
-// hashes, which the message's gas pays (MsgOpenCheckpoints.Hashes).
+// hashes, which the message's gas is to pay (MsgOpenCheckpoints.Hashes).
 // Deadlines sit in a per-height queue worked at most MaxGamesPerBlock
 // games a block, the rest the next block; an opening after its round's
 // deadline is refused even if the queue has not reached the game yet.
