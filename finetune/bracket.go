@@ -12,18 +12,25 @@ import (
 
 // The knockout bracket (protocol-threats T5, rule 4).
 //
-// The slots of a stage may reveal m ≥ 2 distinct claims (sybils with
-// made-up roots, or several liars). Games are two-sided, so the stage's
-// groups play a knockout bracket: each bracket round pairs the groups
-// still alive in group order (the last one sits out when their number is
-// odd) and plays the pairs' games in parallel; a game's losers are out
-// (both, when neither matches h* or neither opened). When every game of
-// the round has ended, the survivors are paired again, until one claim is
-// left or none. Every game eliminates at least one group, so a round
-// halves the field and a bracket has at most ⌈log2 m⌉ rounds of games,
-// each at most MaxGameBlocks long: Params.MaxBracketBlocks. A class
-// failure in any game stops the bracket (no new pairs; the games running
-// finish): the class cannot be judged, so the market refunds.
+// The slots of a stage may reveal m ≥ 2 distinct roots (sybils with
+// made-up roots, or several liars); slots are grouped by root (T7).
+// Games are two-sided, so the stage's groups play a knockout bracket:
+// each bracket round pairs the groups still in, in group order, each with
+// the next unpaired one whose final hash differs (groups under one final
+// agree on the result: there is nothing to bisect between them), and
+// plays the pairs' games in parallel; a game's losers are out (both, when
+// neither matches h* or neither opened). When every game of the round has
+// ended, the survivors are paired again, until the groups left (none,
+// one, or several under one final) share one final hash. Every game puts
+// at least one group out. With distinct finals all survivors pair, so a
+// round halves the field: at most ⌈log2 m⌉ rounds of games, each at most
+// MaxGameBlocks long (Params.MaxBracketBlocks). Several roots under one
+// final can pair only with other finals, one game each per round, so the
+// bound is then m − 1 rounds: a cartel of slots under one wrong final
+// with distinct made-up roots delays the honest group one game per slot
+// (and loses a slot's stake per game). A class failure in any game stops
+// the bracket (no new pairs; the games running finish): the class cannot
+// be judged, so the market refunds.
 
 // MaxGroups bounds the groups of a stage: the slots of one stage are at
 // most max_redundancy (genesis bounds it by 64).
@@ -56,14 +63,33 @@ type Bracket struct {
 	ClassFailure bool `json:"class_failure"`
 }
 
-// MaxBracketRounds is the most bracket rounds m groups play: ⌈log2 m⌉.
-func MaxBracketRounds(m uint64) uint64 { return MaxRounds(m, 2) }
+// MaxBracketRounds is the most bracket rounds m groups with d distinct
+// final hashes play: ⌈log2 m⌉ when every final differs (d = m), else
+// m − 1 (one group out per round at least).
+func MaxBracketRounds(m, d uint64) uint64 {
+	if d >= m {
+		return MaxRounds(m, 2)
+	}
+	return m - 1
+}
 
-// MaxBracketBlocks is the longest the games of a stage with m groups over
-// steps steps can last: the market checks that expiry and
-// unbonding_blocks cover it (T5, cross-cutting rule 8).
-func (p Params) MaxBracketBlocks(m, steps uint64) uint64 {
-	return MaxBracketRounds(m) * p.MaxGameBlocks(steps)
+// MaxBracketBlocks is the longest the games of a stage with m groups (d
+// distinct finals) over steps steps can last. At a job's post the market
+// knows neither, and checks that expiry and unbonding_blocks cover
+// MaxBracketBlocks(r, 1, N) (T5, cross-cutting rule 8).
+func (p Params) MaxBracketBlocks(m, d, steps uint64) uint64 {
+	return MaxBracketRounds(m, d) * p.MaxGameBlocks(steps)
+}
+
+// finals is the number of distinct final hashes among b's groups.
+func (b *Bracket) finals() uint64 {
+	var seen []types.Hash
+	for _, c := range b.Groups {
+		if !slices.Contains(seen, c.Final) {
+			seen = append(seen, c.Final)
+		}
+	}
+	return uint64(len(seen))
 }
 
 // BracketKey is the store key of the bracket of (job, stage).
@@ -130,11 +156,8 @@ func (k *Keeper) OpenGame(s Spec) (*Bracket, error) {
 			return nil, types.ErrInvalidMsg.Wrapf("job %d: group %d has no slots", s.Job, i)
 		}
 		for _, b := range s.Groups[:i] {
-			switch {
-			case a.Root == b.Root:
+			if a.Root == b.Root {
 				return nil, types.ErrInvalidMsg.Wrapf("job %d: two groups committed root %x: slots with one root are one group", s.Job, a.Root)
-			case a.Final == b.Final:
-				return nil, types.ErrInvalidMsg.Wrapf("job %d: two groups claim final hash %x: their results agree, there is no game between them (differing trees under one final are for audits)", s.Job, a.Final)
 			}
 		}
 		for _, x := range a.Slots {
@@ -147,6 +170,9 @@ func (k *Keeper) OpenGame(s Spec) (*Bracket, error) {
 	b := &Bracket{Job: s.Job, Stage: s.Stage, Steps: s.Steps, Base: s.Base}
 	for _, gs := range s.Groups {
 		b.Groups = append(b.Groups, Contender{Root: gs.Root, Final: gs.Final, Slots: slices.Clone(gs.Slots)})
+	}
+	if b.finals() == 1 {
+		return nil, types.ErrInvalidMsg.Wrapf("job %d: every group claims final hash %x: the results agree, there is no game (differing trees under one final are for audits)", s.Job, s.Groups[0].Final)
 	}
 	k.pair(b)
 	k.setBracket(b)
@@ -164,11 +190,27 @@ func (b *Bracket) alive() []int {
 	return out
 }
 
-// pair starts the next bracket round: consecutive survivors play; with
-// fewer than two survivors the bracket is done.
+// pair starts the next bracket round: each survivor, in group order,
+// plays the next unpaired survivor with another final hash. When no two
+// survivors differ in their final (or after a class failure), the bracket
+// is done.
 func (k *Keeper) pair(b *Bracket) {
 	in := b.alive()
-	if len(in) < 2 || b.ClassFailure {
+	var pairs [][2]int
+	used := make([]bool, len(b.Groups))
+	for x, i := range in {
+		if used[i] {
+			continue
+		}
+		for _, j := range in[x+1:] {
+			if !used[j] && b.Groups[j].Final != b.Groups[i].Final {
+				used[i], used[j] = true, true
+				pairs = append(pairs, [2]int{i, j})
+				break
+			}
+		}
+	}
+	if len(pairs) == 0 || b.ClassFailure {
 		b.Done = true
 		var survivors []string
 		for _, i := range in {
@@ -178,8 +220,8 @@ func (k *Keeper) pair(b *Bracket) {
 		return
 	}
 	b.Round++
-	for j := 0; j+1 < len(in); j += 2 {
-		k.openMatch(b, &b.Groups[in[j]], &b.Groups[in[j+1]])
+	for _, p := range pairs {
+		k.openMatch(b, &b.Groups[p[0]], &b.Groups[p[1]])
 	}
 }
 
@@ -270,8 +312,8 @@ func bracketInvariant(r store.Reader, b *Bracket) error {
 		return fmt.Errorf("bracket counts %d live games of %d, the store holds %d of %d", b.Live, b.NextMatch, live, games)
 	case b.Done != (live == 0):
 		return fmt.Errorf("bracket done = %v with %d live games", b.Done, live)
-	case b.Round > MaxBracketRounds(uint64(len(b.Groups))):
-		return fmt.Errorf("bracket round %d beyond the bound %d", b.Round, MaxBracketRounds(uint64(len(b.Groups))))
+	case b.Round > MaxBracketRounds(uint64(len(b.Groups)), b.finals()):
+		return fmt.Errorf("bracket round %d beyond the bound %d", b.Round, MaxBracketRounds(uint64(len(b.Groups)), b.finals()))
 	}
 	return nil
 }

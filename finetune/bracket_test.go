@@ -113,11 +113,11 @@ func TestBracketSybilRootsLose(t *testing.T) {
 		if gs := Games(e.kv, job, stage); len(gs) != m-1 || gs[len(gs)-1].Match != uint16(m-2) {
 			t.Fatalf("m=%d: %d games stored, want %d numbered from 0", m, len(gs), m-1)
 		}
-		if b.Round > MaxBracketRounds(uint64(m)) || len(decided) != m-1 {
-			t.Fatalf("m=%d: %d bracket rounds (bound %d), %d games", m, b.Round, MaxBracketRounds(uint64(m)), len(decided))
+		if b.Round > MaxBracketRounds(uint64(m), uint64(m)) || len(decided) != m-1 {
+			t.Fatalf("m=%d: %d bracket rounds (bound %d), %d games", m, b.Round, MaxBracketRounds(uint64(m), uint64(m)), len(decided))
 		}
-		if e.height-start > e.p.MaxBracketBlocks(uint64(m), n) {
-			t.Fatalf("m=%d: %d blocks, bound %d", m, e.height-start, e.p.MaxBracketBlocks(uint64(m), n))
+		if e.height-start > e.p.MaxBracketBlocks(uint64(m), uint64(m), n) {
+			t.Fatalf("m=%d: %d blocks, bound %d", m, e.height-start, e.p.MaxBracketBlocks(uint64(m), uint64(m), n))
 		}
 	}
 }
@@ -185,4 +185,48 @@ func TestBracketInvariantCatchesMiscount(t *testing.T) {
 	if Invariant(e.kv) == nil {
 		t.Fatal("the invariant did not notice")
 	}
+}
+
+// variant is r with checkpoint k made up: another root, the same final.
+func variant(r run, k uint64, tag string) run {
+	hs := slices.Clone(r.hashes)
+	hs[k] = step(hs[k], k, tag)
+	return run{hs, Root(hs)}
+}
+
+// TestBracketOneFinalManyRoots (T5, T7): a cartel of three slots under
+// one wrong final with distinct made-up roots can only pair with the
+// honest group, one game a round: the honest group beats them one after
+// another in m − 1 rounds, the bound for repeated finals. Two roots
+// under the honest final (one tree made up at step 7) both survive a liar
+// who is beaten first: they agree on the result, and the bracket ends
+// with both, for the market to pay and audits to check.
+func TestBracketOneFinalManyRoots(t *testing.T) {
+	n := uint64(100)
+	honest, liar := train(n, 0, ""), train(n, 40, "l")
+	t.Run("cartel under one final", func(t *testing.T) {
+		s := newStage(liar, variant(liar, 5, "a"), variant(liar, 60, "b"), honest)
+		e := newEnv(t)
+		if _, err := e.keeper().OpenGame(s.spec(n)); err != nil {
+			t.Fatal(err)
+		}
+		decided := e.playBracket(s, truth)
+		b, _ := GetBracket(e.kv, job, stage)
+		last := decided[len(decided)-1]
+		if len(decided) != 3 || b.Round != 3 || b.Round > MaxBracketRounds(4, 2) || !last.Done || !slices.Equal(last.Survivors, s.slots[3]) {
+			t.Fatalf("%d games in %d rounds, last %+v: want the honest group to beat the three roots one a round", len(decided), b.Round, last)
+		}
+	})
+	t.Run("two roots under the honest final", func(t *testing.T) {
+		s := newStage(honest, variant(honest, 7, "x"), liar)
+		e := newEnv(t)
+		if _, err := e.keeper().OpenGame(s.spec(n)); err != nil {
+			t.Fatal(err)
+		}
+		decided := e.playBracket(s, truth)
+		if len(decided) != 1 || !slices.Equal(decided[0].Losers, s.slots[2]) || !decided[0].Done ||
+			!slices.Equal(decided[0].Survivors, append(slices.Clone(s.slots[0]), s.slots[1]...)) {
+			t.Fatalf("decided %+v: want the liar out and both roots of the honest final to survive", decided)
+		}
+	})
 }

@@ -559,7 +559,7 @@ func TestOpenGameRefusals(t *testing.T) {
 	}{
 		{"one group", Spec{Steps: n, Groups: []GroupSpec{ga}}, nil, "2 to 64 distinct claims"},
 		{"65 groups", Spec{Steps: n, Groups: make([]GroupSpec, 65)}, nil, "2 to 64 distinct claims"},
-		{"one final among three", Spec{Steps: n, Groups: []GroupSpec{ga, gb, {Root: types.Hash{3}, Final: a.final(), Slots: []types.Address{relayer}}}}, nil, "no game"},
+		{"one final for all", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: a.final(), Slots: gb.Slots}, {Root: types.Hash{3}, Final: a.final(), Slots: []types.Address{relayer}}}}, nil, "no game"},
 		{"one root", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: a.root, Final: b.final(), Slots: gb.Slots}}}, nil, "are one group"},
 		{"one final", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: a.final(), Slots: gb.Slots}}}, nil, "no game"},
 		{"no slots", Spec{Steps: n, Groups: []GroupSpec{ga, {Root: b.root, Final: b.final()}}}, nil, "has no slots"},
