@@ -11,6 +11,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -216,8 +217,26 @@ func phase(j *market.Job, h uint64) string {
 	return j.State.String()
 }
 
+// sessionPhase is a running session job's phase: its lanes serve, then
+// take the last redemptions, then settle (the session query has the rest).
+func sessionPhase(s *session.Session, h uint64) string {
+	due := strconv.FormatUint(s.Due(), 10)
+	switch {
+	case s.Closed || h > s.Expiry:
+		return "session in its grace window: providers redeem their last vouchers; what no voucher claimed is refunded at the end of block " + due
+	default:
+		return "session open: " + strconv.Itoa(len(s.Lanes)) + " lanes serve requests until height " + strconv.FormatUint(s.Expiry, 10) +
+			", paid by vouchers; redemptions until " + due + " (ogpu query session " + strconv.FormatUint(s.ID, 10) + ")"
+	}
+}
+
 func jobView(r store.KV, j *market.Job, h uint64) JobView {
 	v := JobView{Job: j, StateName: j.State.String(), Locked: escrow.NewKeeper(r).Locked(j.ID), Phase: phase(j, h), Tasks: []TaskView{}}
+	if j.Kind == market.KindSession && j.State == market.JobRunning {
+		if s, ok := session.Get(r, j.ID); ok {
+			v.Phase = sessionPhase(s, h)
+		}
+	}
 	vk := verifier.NewKeeper(r)
 	ek := escrow.NewKeeper(r)
 	for s := uint16(0); s < j.Stages; s++ {

@@ -119,3 +119,22 @@ func TestDisputeGas(t *testing.T) {
 		t.Fatalf("a two-receipt dispute costs %d gas, a plain message %d: want 4 recoveries (%d each) more", got, plain, recovery)
 	}
 }
+
+// TestSessionJobPhase: a running session job's phase speaks of lanes and
+// vouchers, then of the grace window (a job's "execute, commit and
+// reveal" does not apply to it).
+func TestSessionJobPhase(t *testing.T) {
+	s := &session.Session{ID: 4, Expiry: 100, Grace: 10, Lanes: make([]session.Lane, 2)}
+	if p := sessionPhase(s, 50); !strings.Contains(p, "session open: 2 lanes serve requests until height 100") || !strings.Contains(p, "redemptions until 111") || !strings.Contains(p, "ogpu query session 4") {
+		t.Errorf("open: %q", p)
+	}
+	for _, c := range []struct {
+		h      uint64
+		closed bool
+	}{{101, false}, {50, true}} {
+		s.Closed = c.closed
+		if p := sessionPhase(s, c.h); !strings.Contains(p, "grace window") || !strings.Contains(p, "end of block 111") {
+			t.Errorf("height %d closed %v: %q", c.h, c.closed, p)
+		}
+	}
+}

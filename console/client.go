@@ -66,6 +66,16 @@ func (s *Server) ownAddress() (types.Address, bool) {
 	return s.opt.Client.Address(), true
 }
 
+// ownOr404 is ownAddress, or a 404 page saying how to give the console a
+// key.
+func (s *Server) ownOr404(w http.ResponseWriter, r *http.Request) (types.Address, bool) {
+	own, ok := s.ownAddress()
+	if !ok {
+		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key. Start it with `ogpu console --from NAME` to post and follow jobs from this page.")
+	}
+	return own, ok
+}
+
 // clientOf reads addr's jobs and sessions for its account page.
 func (s *Server) clientOf(ctx context.Context, addr types.Address, flash string) *clientView {
 	v := &clientView{Locked: new(uint256.Int), Flash: flash}
@@ -159,9 +169,8 @@ func (s *Server) sessionsOf(ctx context.Context, addr types.Address) ([]uint64, 
 
 // client sends the console's own account to its page.
 func (s *Server) client(w http.ResponseWriter, r *http.Request) {
-	own, ok := s.ownAddress()
+	own, ok := s.ownOr404(w, r)
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key. Start it with `ogpu console --from NAME` to post and follow jobs from this page.")
 		return
 	}
 	http.Redirect(w, r, "/accounts/"+own.Hex(), http.StatusSeeOther)
@@ -170,8 +179,7 @@ func (s *Server) client(w http.ResponseWriter, r *http.Request) {
 // postJob posts an inference job from the form of the client page, signed
 // by this process, and sends the browser to the job's page.
 func (s *Server) postJob(w http.ResponseWriter, r *http.Request) {
-	if s.opt.Client == nil {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
+	if _, ok := s.ownOr404(w, r); !ok {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 2*maxPromptBytes)
@@ -237,9 +245,8 @@ func parsePostForm(r *http.Request) (PostLLM, error) {
 
 // cancelJob cancels one of the console's own jobs.
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
-	own, ok := s.ownAddress()
+	own, ok := s.ownOr404(w, r)
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
 		return
 	}
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
@@ -267,9 +274,8 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 
 // closeSession closes one of the console's own sessions early.
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
-	own, ok := s.ownAddress()
+	own, ok := s.ownOr404(w, r)
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "No client account", "This console holds no client key: start it with `ogpu console --from NAME`.")
 		return
 	}
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)

@@ -279,6 +279,8 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The session's job page speaks of lanes and vouchers.
+	wantPage(t, ce, fmt.Sprintf("/jobs/%d", sc.ID()), 200, "session open: 2 lanes serve requests until height")
 	closeBtn := fmt.Sprintf("#close-session-%d", sc.ID())
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/client"), chromedp.WaitVisible(chromedp.CSS("#sessions"))); err != nil {
 		t.Fatal(err)
@@ -310,5 +312,6 @@ func TestBrowserPostJobToSettled(t *testing.T) {
 	if v, err := m.c.Session(ctx, sc.ID()); err != nil || v.Phase == "open" {
 		t.Fatalf("session %d after the page closed it: %+v (%v)", sc.ID(), v, err)
 	}
+	wantPage(t, ce, fmt.Sprintf("/jobs/%d", sc.ID()), 200, "session in its grace window")
 	shot("client-session-closed.png")
 }

@@ -18,7 +18,7 @@ import (
 // marketQueryCmds are the market, staking and verification queries.
 func marketQueryCmds() []*cobra.Command {
 	return []*cobra.Command{newQueryJobCmd(), newQueryJobsCmd(), newQueryBidsCmd(), newQueryProviderCmd(), newQueryProvidersCmd(),
-		newQueryWhyNoBidsCmd(), newQueryEscrowCmd(), newQueryStakeCmd(), newQueryReputationCmd(), newQueryValidatorsCmd()}
+		newQueryWhyNoBidsCmd(), newQueryEscrowCmd(), newQueryStakeCmd(), newQueryReputationCmd(), newQueryValidatorsCmd(), newQuerySessionCmd()}
 }
 
 // queryCmd makes a query command whose answer is one JSON value at path.
@@ -300,6 +300,30 @@ func newQueryEscrowCmd() *cobra.Command {
 				fmt.Fprintf(w, "job %d (%s)\n  locked:        %s\n  max payout:    %s\n  validator fee: %s\n  paid:          %s\n  refunded:      %s\n  compensated:   %s\n",
 					v.Job, v.State, types.FormatAmount(v.Locked), types.FormatAmount(v.MaxPayout), types.FormatAmount(v.ValidatorFee),
 					types.FormatAmount(v.Paid), types.FormatAmount(v.Refunded), types.FormatAmount(v.Compensated))
+			})
+		},
+	}
+}
+
+func newQuerySessionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "session ID",
+		Short: "Show a session lease: client, prices, each lane's budget and what it was paid, expiry, phase, disputes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil || id == 0 {
+				return fmt.Errorf("session %q: want a session id, a number from 1 (the id of the job that opened it)", args[0])
+			}
+			return runQuery(cmd, chain.QuerySession+strconv.FormatUint(id, 10), nil, func(w io.Writer, v chain.SessionView, _ int64) {
+				fmt.Fprintf(w, "session %d (%s at height %d), client %s\n  price per token: %s in, %s out\n  serves until %d, redemptions until %d\n",
+					v.ID, v.Phase, v.Height, v.Client.Hex(), types.FormatAmount(v.PriceIn), types.FormatAmount(v.PriceOut), v.Expiry, v.Due)
+				for _, l := range v.Lanes {
+					fmt.Fprintf(w, "  lane %s: budget %s, paid %s\n", l.Provider.Hex(), types.FormatAmount(l.Budget), types.FormatAmount(l.Paid))
+				}
+				if len(v.Disputes) > 0 {
+					fmt.Fprintf(w, "  disputes: %d (ogpu query session %d --output json has them)\n", len(v.Disputes), v.ID)
+				}
 			})
 		},
 	}

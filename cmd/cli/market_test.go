@@ -580,12 +580,16 @@ func TestMarketInitOperatorFlags(t *testing.T) {
 // and the claimer its deposit.
 func TestMarketPoolClaimAndCancel(t *testing.T) {
 	e := startMarketEnv(t)
+	_, err := e.fails("query", "session", "7")
+	errContains(t, "an unknown session", err, "session 7 does not exist", "ogpu query job 7")
+	_, err = e.fails("query", "session", "x")
+	errContains(t, "a session id that is no number", err, "want a session id")
 	e.provider("p1", "200ogpu")
 	mustContain(t, "provider update", e.ok("tx", "provider", "update", "--from", "p1", "--peer-id", "12D3KooWnew", "--attr", "gpu/vendor/nvidia", "--moniker", "Rack 7 <h100>"), "updated with peer id 12D3KooWnew")
 	if p := e.providerView("p1"); p.PeerID != "12D3KooWnew" || len(p.Attributes) != 1 || p.Moniker != "Rack 7 <h100>" {
 		t.Fatalf("after update: %+v", p.Provider)
 	}
-	_, err := e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--attr", "Bad Attr")
+	_, err = e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--attr", "Bad Attr")
 	errContains(t, "a bad attribute", err, "invalid provider record", "Bad Attr")
 	_, err = e.fails("tx", "provider", "register", "--from", "p2", "--peer-id", "x", "--moniker", strings.Repeat("m", 71))
 	errContains(t, "a moniker too long", err, "invalid provider record", "moniker must be at most 70")
