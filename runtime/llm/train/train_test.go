@@ -1,10 +1,15 @@
 package train
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
 func TestMain(m *testing.M) {
@@ -38,4 +43,150 @@ func ziggy(stories int) []byte {
 
 func params(t testing.TB, stories, epochs int) Params {
 	return Params{Model: modelPath(t), Data: ziggy(stories), Epochs: epochs, LRMicro: 3000, NCtx: 64, Stride: 32, Seed: 7, Trainable: SetHead, Threads: 1}
+}
+
+// run runs p in a worker and fails the test on error.
+func run(t *testing.T, p Params, o *Options) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), p, t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hashes) != res.Steps+1 || res.Final != res.Hashes[res.Steps] {
+		t.Fatalf("%d hashes for %d steps", len(res.Hashes), res.Steps)
+	}
+	return res
+}
+
+// greedy generates from prompt with the model at path (runtime/llm).
+func greedy(t *testing.T, path, prompt string) string {
+	t.Helper()
+	m, err := llm.Load(path, llm.Options{Threads: 1, ContextSize: 256, BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	out, err := m.Generate(context.Background(), llm.Request{Prompt: prompt, MaxTokens: 40}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Text
+}
+
+// The model learns the dataset's phrase: the validation loss falls by more
+// than half, and greedy generation, which never says "Ziggy" before,
+// says it after. Leaves 0 and N are the base and the saved model's tensors.
+func TestLearnsThePhrase(t *testing.T) {
+	p := params(t, 12, 3)
+	p.Validation = 2
+	const prompt = "Once upon a time, there was a"
+	before := greedy(t, p.Model, prompt)
+	if strings.Contains(before, "Ziggy") {
+		t.Fatalf("the base model already says Ziggy: %q", before)
+	}
+	var epochs []Progress
+	res := run(t, p, &Options{Progress: func(pr Progress) {
+		if pr.Step == 0 {
+			epochs = append(epochs, pr)
+		}
+	}})
+	t.Logf("%d steps; epoch losses %.3f; validation %.3f", res.Steps, res.EpochLoss, res.ValLoss)
+	if len(res.ValLoss) != p.Epochs+1 || len(epochs) != p.Epochs || epochs[p.Epochs-1].ValLoss != res.ValLoss[p.Epochs] {
+		t.Fatalf("validation losses %v, epoch progress %+v", res.ValLoss, epochs)
+	}
+	if first, last := res.ValLoss[0], res.ValLoss[p.Epochs]; !(last < first/2) {
+		t.Fatalf("validation loss %.3f -> %.3f: want it to fall by more than half", first, last)
+	}
+	after := greedy(t, res.Model, prompt)
+	t.Logf("before %q\nafter  %q", before, after)
+	if !strings.Contains(after, "Ziggy") {
+		t.Fatalf("the fine-tuned model does not say Ziggy: %q", after)
+	}
+	if h, err := HashCheckpoint(p.Model, p.Trainable); err != nil || h != res.Hashes[0] {
+		t.Fatalf("leaf 0 %s, the base model's trained tensors %s (%v)", res.Hashes[0], h, err)
+	}
+	if h, err := HashCheckpoint(res.Model, p.Trainable); err != nil || h != res.Final {
+		t.Fatalf("leaf N %s, the saved model's trained tensors %s (%v)", res.Final, h, err)
+	}
+}
+
+// Two workers, one with 1 thread and one with 2, give the same N+1 hashes
+// and byte-identical trained tensors; another seed or learning rate gives
+// other hashes (the hashes do depend on the job).
+func TestThreadsDoNotMatter(t *testing.T) {
+	p := params(t, 4, 2)
+	a := run(t, p, nil)
+	p.Threads = 2
+	b := run(t, p, nil)
+	if !slices.Equal(a.Hashes, b.Hashes) {
+		for k := range a.Hashes {
+			if k >= len(b.Hashes) || a.Hashes[k] != b.Hashes[k] {
+				t.Fatalf("1 vs 2 threads: hashes differ first at step %d of %d", k, a.Steps)
+			}
+		}
+	}
+	ta, err := ReadCheckpoint(a.Model, SetHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ReadCheckpoint(b.Model, SetHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ta {
+		if !bytes.Equal(ta[i].Data, tb[i].Data) {
+			t.Fatalf("tensor %s differs between the two workers", ta[i].Name)
+		}
+	}
+	p.Threads, p.Seed = 1, 8
+	c := run(t, p, nil)
+	if c.Hashes[0] != a.Hashes[0] || c.Hashes[1] == a.Hashes[1] && c.Final == a.Final {
+		t.Fatalf("seed 7 and 8: leaf 0 %s/%s, final %s/%s: want the same base and different training", a.Hashes[0], c.Hashes[0], a.Final, c.Final)
+	}
+	p.Seed, p.LRMicro = 7, 2000
+	d := run(t, p, nil)
+	if d.Hashes[1] == a.Hashes[1] {
+		t.Fatal("lr 2e-3 and 3e-3 give the same step 1")
+	}
+}
+
+// A validator re-executes step k alone from the checkpoint after step k-1
+// and gets exactly h_k; from the wrong checkpoint (a liar's step k-2
+// claimed as k-1) its Before hash exposes the mismatch.
+func TestRunStepReplaysOneStep(t *testing.T) {
+	p := params(t, 4, 2)
+	const k = 9
+	dir := t.TempDir()
+	res, err := Run(context.Background(), p, dir, &Options{Checkpoints: []int{k - 2, k - 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps < k+1 {
+		t.Fatalf("only %d steps", res.Steps)
+	}
+	got, err := RunStep(context.Background(), p, filepath.Join(dir, CheckpointFile(k-1)), k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Before != res.Hashes[k-1] || got.After != res.Hashes[k] {
+		t.Fatalf("step %d replayed: before %s after %s, want %s and %s", k, got.Before, got.After, res.Hashes[k-1], res.Hashes[k])
+	}
+	// Step 1 from the base model.
+	first, err := RunStep(context.Background(), p, p.Model, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Before != res.Hashes[0] || first.After != res.Hashes[1] {
+		t.Fatalf("step 1 from the base: %s -> %s, want %s -> %s", first.Before, first.After, res.Hashes[0], res.Hashes[1])
+	}
+	wrong, err := RunStep(context.Background(), p, filepath.Join(dir, CheckpointFile(k-2)), k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrong.Before == res.Hashes[k-1] || wrong.After == res.Hashes[k] {
+		t.Fatalf("a step %d checkpoint passed for step %d", k-2, k-1)
+	}
+	if _, err := RunStep(context.Background(), p, p.Model, res.Steps+1, nil); err == nil || !strings.Contains(err.Error(), "steps") {
+		t.Fatalf("step beyond the job: %v", err)
+	}
 }
