@@ -264,9 +264,9 @@ func supervise(ctx context.Context, o *Options, req request, handle func(message
 	case herr != nil:
 		return herr
 	case werr != nil:
-		return fmt.Errorf("the training worker died (%v); its last log lines: %s", werr, logs)
+		return fmt.Errorf("the training worker died (%v); its log says: %s", werr, logs)
 	}
-	return fmt.Errorf("the training worker exited without a result; its last log lines: %s", logs)
+	return fmt.Errorf("the training worker exited without a result; its log says: %s", logs)
 }
 
 // MaybeWorker makes this process a training worker when Env is set: it
@@ -482,15 +482,21 @@ func (t *tail) String() string {
 		return "(none)"
 	}
 	lines := strings.Split(s, "\n")
+	// A crash ends with the Go runtime's dump (registers, goroutines):
+	// what says why is llama.cpp's assertion and the signal line.
 	var why []string
 	for _, l := range lines {
-		if strings.Contains(l, "GGML_ASSERT") || strings.HasPrefix(l, "SIG") || strings.HasPrefix(l, "fatal error") || strings.HasPrefix(l, "panic:") {
-			why = append(why, strings.TrimSpace(l))
-			break
+		l = strings.TrimSpace(l)
+		if len(why) < 3 && (strings.Contains(l, "GGML_ASSERT") || strings.Contains(l, "GGML_ABORT") || strings.HasPrefix(l, "SIG") ||
+			strings.HasPrefix(l, "fatal error") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "signal arrived")) {
+			why = append(why, l)
 		}
+	}
+	if len(why) > 0 {
+		return strings.Join(why, " | ")
 	}
 	if len(lines) > 3 {
 		lines = lines[len(lines)-3:]
 	}
-	return strings.Join(append(why, lines...), " | ")
+	return strings.Join(lines, " | ")
 }
