@@ -213,10 +213,33 @@ func Datapoints(tokens, nCtx, stride int) int {
 
 // Plan is what a dataset becomes under p.
 type Plan struct {
-	Tokens     int // with the BOS token
-	Datapoints int // all, validation included
-	Trained    int // datapoints trained each epoch
-	Steps      int // Epochs × Trained
+	Tokens     int `json:"tokens"`     // with the BOS token
+	Datapoints int `json:"datapoints"` // all, validation included
+	Trained    int `json:"trained"`    // datapoints trained each epoch
+	Steps      int `json:"steps"`      // Epochs × Trained
+}
+
+// PlanJob tokenizes p's dataset with the base model's tokenizer (the
+// vocabulary only, in this process) and says how many steps the job has:
+// what a client declares when it posts the job, and what a provider
+// checks before it accepts one.
+func PlanJob(p Params) (Plan, error) {
+	if err := p.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if err := CheckModel(p.Model, p.Trainable); err != nil {
+		return Plan{}, err
+	}
+	v, err := llm.LoadVocab(p.Model)
+	if err != nil {
+		return Plan{}, err
+	}
+	defer v.Close()
+	toks, err := v.Tokenize(string(p.Data))
+	if err != nil {
+		return Plan{}, fmt.Errorf("cannot tokenize the dataset: %w", err)
+	}
+	return p.plan(len(toks))
 }
 
 // plan checks the token count against p.

@@ -90,6 +90,9 @@ func TestLearnsThePhrase(t *testing.T) {
 			epochs = append(epochs, pr)
 		}
 	}})
+	if pl, err := PlanJob(p); err != nil || pl != res.Plan {
+		t.Fatalf("PlanJob %+v (%v), the run's plan %+v", pl, err, res.Plan)
+	}
 	t.Logf("%d steps; epoch losses %.3f; validation %.3f", res.Steps, res.EpochLoss, res.ValLoss)
 	if len(res.ValLoss) != p.Epochs+1 || len(epochs) != p.Epochs || epochs[p.Epochs-1].ValLoss != res.ValLoss[p.Epochs] {
 		t.Fatalf("validation losses %v, epoch progress %+v", res.ValLoss, epochs)
