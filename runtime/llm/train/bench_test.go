@@ -26,10 +26,10 @@ func BenchmarkTrainStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := e.capture(toks); err != nil {
+	dp := e.datapoints(toks, []int{0})
+	if err := e.capture(dp); err != nil {
 		b.Fatal(err)
 	}
-	dp := e.datapoints(toks, []int{0})
 	b.Run("step", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := e.step(dp); err != nil {

@@ -138,18 +138,19 @@ static void tr_want(struct tr_state * s, const char * name) {
 	}
 }
 
-// tr_begin creates a fresh context on model m, decodes warm (one token, so
-// that training runs with cp's threads), fills a dataset of ndata
-// datapoints of n_ctx tokens (tokens holds ndata+... : datapoint i is
-// tokens[i*n_ctx1 .. i*n_ctx1+n_ctx], n_ctx1 = n_ctx+1) and runs
+// tr_begin creates a fresh context on model m, decodes the first token
+// (so that training runs with cp's threads; the KV cache is cleared before
+// training), fills a dataset of ndata datapoints of n_ctx tokens
+// (datapoint i is tokens[i*(n_ctx+1) .. i*(n_ctx+1)+n_ctx], inputs then
+// labels shifted by one) and runs
 // llama_opt_init, which calls the filter on every F32 tensor. Returns 0, or
 // -1 no context, -2 wrong n_ctx, -3 decode failed, -4 no dataset.
-static int tr_begin(struct tr_state * s, struct llama_model * m, const int32_t * tokens, int64_t ndata, int32_t warm) {
+static int tr_begin(struct tr_state * s, struct llama_model * m, const int32_t * tokens, int64_t ndata) {
 	uint32_t n_ctx = s->cp.n_ctx;
 	s->ctx = llama_init_from_model(m, s->cp);
 	if (!s->ctx) return -1;
 	if (llama_n_ctx(s->ctx) != n_ctx || llama_n_batch(s->ctx) != n_ctx || llama_n_ubatch(s->ctx) != n_ctx) return -2;
-	int32_t t = warm;
+	int32_t t = tokens[0];
 	if (llama_decode(s->ctx, llama_batch_get_one(&t, 1)) != 0) return -3;
 	s->ds = ggml_opt_dataset_init(TR_GGML_TYPE_I32, TR_GGML_TYPE_I32, n_ctx, n_ctx, ndata, 1);
 	if (!s->ds) return -4;
@@ -204,6 +205,9 @@ import (
 	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
+// cTokens are tokens in C's type, datapoint after datapoint (n_ctx+1 each).
+type cTokens = []C.int32_t
+
 // engine is a model loaded for training (in the worker process only).
 type engine struct {
 	p      Params
@@ -213,7 +217,6 @@ type engine struct {
 	names  []string // trained tensors, by name
 	shapes []llm.TensorInfo
 	nVocab int
-	warm   C.int32_t // the token of the warm-up decode (the first dataset token)
 }
 
 // modelPtr returns the llama_model behind lm; llama.Model is
@@ -298,6 +301,9 @@ func open(p Params) (*engine, error) {
 	cp.n_threads, cp.n_threads_batch = C.int32_t(p.Threads), C.int32_t(p.Threads)
 	cp.type_k, cp.type_v = 0, 0 // GGML_TYPE_F32: OUT_PROD has no F16 backward
 	cp.flash_attn, cp.embeddings = false, false
+	// CPU only: no KV cache or host-weight operation on a GPU backend (GPU
+	// training classes stay off until validators reproduce them).
+	cp.offload_kqv, cp.op_offload = false, false
 	e.st.cp = cp
 	e.st.opt = C.struct_tr_optp{alpha: C.float(p.LR()), beta1: adamBeta1, beta2: adamBeta2, eps: adamEps, wd: 0}
 	return e, nil
@@ -329,9 +335,6 @@ func (e *engine) tokenize() ([]int32, error) {
 		}
 		out[i] = int32(t)
 	}
-	if len(out) > 0 {
-		e.warm = C.int32_t(out[0])
-	}
 	return out, nil
 }
 
@@ -350,7 +353,7 @@ func (e *engine) datapoints(toks []int32, idx []int) []C.int32_t {
 // begin opens a fresh context over dps (n datapoints) and checks that the
 // filter selected exactly the trained tensors.
 func (e *engine) begin(dps []C.int32_t, n int) error {
-	switch rc := C.tr_begin(e.st, e.m, &dps[0], C.int64_t(n), e.warm); rc {
+	switch rc := C.tr_begin(e.st, e.m, &dps[0], C.int64_t(n)); rc {
 	case 0:
 	case -1:
 		return errors.New("llama.cpp could not create a training context")
@@ -433,6 +436,23 @@ func (e *engine) hash() (Hash, error) {
 	return HashTensors(ts)
 }
 
+// checkTokens converts the n_ctx+1 tokens of one datapoint, checking each
+// against the vocabulary before it reaches C (a label >= n_vocab is a
+// GGML_ASSERT).
+func (e *engine) checkTokens(toks []int32) ([]C.int32_t, error) {
+	if len(toks) != e.p.NCtx+1 {
+		return nil, fmt.Errorf("a datapoint is n_ctx+1 = %d tokens, got %d", e.p.NCtx+1, len(toks))
+	}
+	out := make([]C.int32_t, len(toks))
+	for i, t := range toks {
+		if t < 0 || int(t) >= e.nVocab {
+			return nil, fmt.Errorf("token %d at %d of the datapoint is outside the vocabulary of %d", t, i, e.nVocab)
+		}
+		out[i] = C.int32_t(t)
+	}
+	return out, nil
+}
+
 // step trains one datapoint (n_ctx+1 tokens) in a fresh context and
 // returns its loss (before the update).
 func (e *engine) step(dp []C.int32_t) (float64, error) {
@@ -456,10 +476,9 @@ func (e *engine) eval(dps []C.int32_t, n int) (float64, error) {
 	return loss, nil
 }
 
-// capture runs llama_opt_init once on a throwaway context so that the
-// filter finds the trained tensors before the first step.
-func (e *engine) capture(toks []int32) error {
-	dp := e.datapoints(toks, []int{0})
+// capture runs llama_opt_init once on a throwaway context over datapoint
+// dp so that the filter finds the trained tensors before the first step.
+func (e *engine) capture(dp cTokens) error {
 	err := e.begin(dp, 1)
 	e.end()
 	return err

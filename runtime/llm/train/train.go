@@ -115,14 +115,24 @@ type Params struct {
 // error says what is wrong and what to do.
 func (p Params) Validate() error {
 	switch {
-	case p.Model == "":
-		return errors.New("params: no base model file")
 	case len(p.Data) == 0:
 		return errors.New("params: the dataset is empty: give the text to train on")
 	case len(p.Data) > MaxDataBytes:
 		return fmt.Errorf("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
 	case !utf8.Valid(p.Data):
 		return errors.New("params: the dataset is not valid UTF-8 text: convert it to UTF-8")
+	}
+	return p.validateStep()
+}
+
+// validateStep checks all of p but the dataset: what re-executing one
+// step from its datapoint's tokens needs.
+func (p Params) validateStep() error {
+	switch {
+	case p.Model == "":
+		return errors.New("params: no base model file")
+	case len(p.Data) > MaxDataBytes:
+		return fmt.Errorf("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
 	case p.Epochs < 1 || p.Epochs > MaxEpochs:
 		return fmt.Errorf("params: epochs %d: want 1..%d", p.Epochs, MaxEpochs)
 	case p.LRMicro < 1 || p.LRMicro > MaxLRMicro:
@@ -240,6 +250,44 @@ func PlanJob(p Params) (Plan, error) {
 		return Plan{}, fmt.Errorf("cannot tokenize the dataset: %w", err)
 	}
 	return p.plan(len(toks))
+}
+
+// StepTokens are the n_ctx+1 tokens that step k (1-based) of the job p
+// trains (inputs the first n_ctx, labels the last n_ctx), from the
+// tokenizer alone: what a validator is given with the checkpoint before
+// step k, so that it needs one datapoint, not the dataset (RunStepTokens).
+func StepTokens(p Params, k int) ([]int32, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckModel(p.Model, p.Trainable); err != nil {
+		return nil, err
+	}
+	v, err := llm.LoadVocab(p.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	toks, err := v.Tokenize(string(p.Data))
+	if err != nil {
+		return nil, fmt.Errorf("cannot tokenize the dataset: %w", err)
+	}
+	pl, err := p.plan(len(toks))
+	if err != nil {
+		return nil, err
+	}
+	if k < 1 || k > pl.Steps {
+		return nil, fmt.Errorf("step %d: the job has steps 1..%d", k, pl.Steps)
+	}
+	d, err := StepDatapoint(p.Seed, pl.Trained, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, p.NCtx+1)
+	for i := range out {
+		out[i] = int32(toks[d*p.Stride+i])
+	}
+	return out, nil
 }
 
 // plan checks the token count against p.

@@ -192,4 +192,44 @@ func TestRunStepReplaysOneStep(t *testing.T) {
 	if _, err := RunStep(context.Background(), p, p.Model, res.Steps+1, nil); err == nil || !strings.Contains(err.Error(), "steps") {
 		t.Fatalf("step beyond the job: %v", err)
 	}
+
+	// Given only step k's datapoint (no dataset), the validator gets h_k
+	// too; a datapoint changed by one token gives another hash; a token
+	// outside the vocabulary (which llama.cpp would abort on as a label) is
+	// refused with an error.
+	toks, err := StepTokens(p, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p
+	q.Data = nil
+	ckpt := filepath.Join(dir, CheckpointFile(k-1))
+	got, err = RunStepTokens(context.Background(), q, ckpt, k, toks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Before != res.Hashes[k-1] || got.After != res.Hashes[k] {
+		t.Fatalf("step %d from its tokens: %s -> %s, want %s -> %s", k, got.Before, got.After, res.Hashes[k-1], res.Hashes[k])
+	}
+	v, err := llm.LoadVocab(p.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv := int32(v.NumVocab())
+	v.Close()
+	bad := slices.Clone(toks)
+	bad[len(bad)-1] = (bad[len(bad)-1] + 1) % nv
+	if got, err := RunStepTokens(context.Background(), q, ckpt, k, bad, nil); err != nil || got.After == res.Hashes[k] {
+		t.Fatalf("a changed label still gives h_k (%v)", err)
+	}
+	bad[len(bad)-1] = nv
+	if _, err := RunStepTokens(context.Background(), q, ckpt, k, bad, nil); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Fatalf("label %d of a %d-token vocabulary: %v", nv, nv, err)
+	}
+	if _, err := RunStepTokens(context.Background(), q, ckpt, k, toks[1:], nil); err == nil || !strings.Contains(err.Error(), "n_ctx+1") {
+		t.Fatalf("a short datapoint: %v", err)
+	}
+	if _, err := StepTokens(p, res.Steps+1); err == nil {
+		t.Fatal("StepTokens beyond the job")
+	}
 }

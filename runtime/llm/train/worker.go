@@ -84,12 +84,13 @@ type StepResult struct {
 
 // request is what the parent sends the worker on stdin.
 type request struct {
-	Op          string `json:"op"` // "run" or "step"
-	Params      Params `json:"params"`
-	Dir         string `json:"dir,omitempty"`
-	Checkpoints []int  `json:"checkpoints,omitempty"`
-	Checkpoint  string `json:"checkpoint,omitempty"`
-	K           int    `json:"k,omitempty"`
+	Op          string  `json:"op"` // "run" or "step"
+	Params      Params  `json:"params"`
+	Dir         string  `json:"dir,omitempty"`
+	Checkpoints []int   `json:"checkpoints,omitempty"`
+	Checkpoint  string  `json:"checkpoint,omitempty"`
+	K           int     `json:"k,omitempty"`
+	Tokens      []int32 `json:"tokens,omitempty"` // step k's datapoint, instead of the dataset
 }
 
 // message is one line the worker writes on its protocol pipe.
@@ -181,23 +182,42 @@ func Run(ctx context.Context, p Params, dir string, o *Options) (*Result, error)
 // checkpoint, or the base model for k = 1); the other tensors come from
 // p.Model. It is what a validator runs to settle a dispute over step k.
 func RunStep(ctx context.Context, p Params, checkpoint string, k int, o *Options) (*StepResult, error) {
-	if o == nil {
-		o = &Options{}
-	}
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	return runStep(ctx, p, request{Op: "step", Params: p, Checkpoint: checkpoint, K: k}, o)
+}
+
+// RunStepTokens is RunStep given step k's datapoint (its n_ctx+1 tokens,
+// StepTokens) instead of the dataset: p.Data may be empty. k only labels
+// the step.
+func RunStepTokens(ctx context.Context, p Params, checkpoint string, k int, tokens []int32, o *Options) (*StepResult, error) {
+	if err := p.validateStep(); err != nil {
+		return nil, err
+	}
+	if len(tokens) != p.NCtx+1 {
+		return nil, fmt.Errorf("a datapoint is n_ctx+1 = %d tokens, got %d", p.NCtx+1, len(tokens))
+	}
+	p.Data = nil
+	return runStep(ctx, p, request{Op: "step", Params: p, Checkpoint: checkpoint, K: k, Tokens: tokens}, o)
+}
+
+func runStep(ctx context.Context, p Params, req request, o *Options) (*StepResult, error) {
+	if o == nil {
+		o = &Options{}
 	}
 	if err := CheckModel(p.Model, p.Trainable); err != nil {
 		return nil, err
 	}
+	k := req.K
 	if k < 1 {
 		return nil, fmt.Errorf("step %d: steps count from 1", k)
 	}
-	if _, err := ReadCheckpoint(checkpoint, p.Trainable); err != nil {
+	if _, err := ReadCheckpoint(req.Checkpoint, p.Trainable); err != nil {
 		return nil, fmt.Errorf("bad checkpoint: %w", err)
 	}
 	var out *StepResult
-	err := supervise(ctx, o, request{Op: "step", Params: p, Checkpoint: checkpoint, K: k}, func(m message) error {
+	err := supervise(ctx, o, req, func(m message) error {
 		if m.Type != "step" || m.Hash == nil || m.Before == nil || m.Step != k {
 			return fmt.Errorf("the worker sent an unexpected %q for step %d", m.Type, m.Step)
 		}
@@ -251,7 +271,7 @@ func supervise(ctx context.Context, o *Options, req request, handle func(message
 		}
 		herr = handle(m)
 	}
-	if herr != nil {
+	if herr != nil && !errors.Is(herr, errDone) {
 		cmd.Process.Kill()
 	}
 	io.Copy(io.Discard, stdout)
@@ -306,7 +326,12 @@ func MaybeWorker() {
 
 func serve(req request, send func(message)) error {
 	p := req.Params
-	if err := p.Validate(); err != nil {
+	fromTokens := req.Op == "step" && req.Tokens != nil
+	if fromTokens {
+		if err := p.validateStep(); err != nil {
+			return err
+		}
+	} else if err := p.Validate(); err != nil {
 		return err
 	}
 	e, err := open(p)
@@ -318,30 +343,44 @@ func serve(req request, send func(message)) error {
 	if mode == "abort" {
 		crash()
 	}
-	toks, err := e.tokenize()
-	if err != nil {
+	var dp cTokens
+	var toks []int32
+	var pl Plan
+	if fromTokens {
+		if dp, err = e.checkTokens(req.Tokens); err != nil {
+			return err
+		}
+	} else {
+		if toks, err = e.tokenize(); err != nil {
+			return err
+		}
+		if pl, err = p.plan(len(toks)); err != nil {
+			return err
+		}
+		dp = e.datapoints(toks, []int{0})
+	}
+	if err := e.capture(dp); err != nil {
 		return err
 	}
-	pl, err := p.plan(len(toks))
-	if err != nil {
-		return err
-	}
-	if err := e.capture(toks); err != nil {
-		return err
-	}
-	switch req.Op {
-	case "step":
-		return serveStep(e, req, pl, toks, send)
-	case "run":
+	switch {
+	case req.Op == "step" && fromTokens:
+		return serveStep(e, req, dp, send)
+	case req.Op == "step":
+		if req.K > pl.Steps {
+			return fmt.Errorf("step %d: the job has %d steps", req.K, pl.Steps)
+		}
+		d, err := StepDatapoint(p.Seed, pl.Trained, req.K)
+		if err != nil {
+			return err
+		}
+		return serveStep(e, req, e.datapoints(toks, []int{d}), send)
+	case req.Op == "run":
 		return serveRun(e, req, pl, toks, mode, send)
 	}
 	return fmt.Errorf("training worker: unknown op %q", req.Op)
 }
 
-func serveStep(e *engine, req request, pl Plan, toks []int32, send func(message)) error {
-	if req.K > pl.Steps {
-		return fmt.Errorf("step %d: the job has %d steps", req.K, pl.Steps)
-	}
+func serveStep(e *engine, req request, dp cTokens, send func(message)) error {
 	ts, err := ReadCheckpoint(req.Checkpoint, e.p.Trainable)
 	if err != nil {
 		return fmt.Errorf("bad checkpoint: %w", err)
@@ -353,11 +392,7 @@ func serveStep(e *engine, req request, pl Plan, toks []int32, send func(message)
 	if err != nil {
 		return err
 	}
-	d, err := StepDatapoint(e.p.Seed, pl.Trained, req.K)
-	if err != nil {
-		return err
-	}
-	loss, err := e.step(e.datapoints(toks, []int{d}))
+	loss, err := e.step(dp)
 	if err != nil {
 		return err
 	}
