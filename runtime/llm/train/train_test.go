@@ -113,8 +113,8 @@ func TestLearnsThePhrase(t *testing.T) {
 	}
 }
 
-// Two workers, one with 1 thread and one with 2, give the same N+1 hashes
-// and byte-identical trained tensors; another seed or learning rate gives
+// Two workers, one with 1 thread and one with 2, give the same N+1 hashes,
+// byte-identical trained tensors and byte-identical model files; another seed or learning rate gives
 // other hashes (the hashes do depend on the job).
 func TestThreadsDoNotMatter(t *testing.T) {
 	p := params(t, 4, 2)
@@ -140,6 +140,19 @@ func TestThreadsDoNotMatter(t *testing.T) {
 		if !bytes.Equal(ta[i].Data, tb[i].Data) {
 			t.Fatalf("tensor %s differs between the two workers", ta[i].Name)
 		}
+	}
+	// Within one build the saver is deterministic too: the two files are
+	// byte-identical.
+	fa, err := os.ReadFile(a.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.ReadFile(b.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fa, fb) {
+		t.Fatal("the two workers saved different model files")
 	}
 	p.Threads, p.Seed = 1, 8
 	c := run(t, p, nil)
