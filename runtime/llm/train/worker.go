@@ -56,7 +56,7 @@ type Progress struct {
 	Step, Steps int     // 1..Steps for a step; 0 for an epoch's end
 	Epoch       int     // 1-based
 	Loss        float64 // the step's training loss (before its update), or the epoch's mean
-	ValLoss     float64 // at an epoch's end, the validation loss (NaN-free: 0 without validation)
+	ValLoss     float64 // at an epoch's end, the validation loss (0 without validation)
 	Hash        Hash    // after the step
 }
 
@@ -144,6 +144,9 @@ func Run(ctx context.Context, p Params, dir string, o *Options) (*Result, error)
 	err = supervise(ctx, o, request{Op: "run", Params: p, Dir: abs, Checkpoints: o.Checkpoints}, func(m message) error {
 		switch m.Type {
 		case "plan":
+			if m.Plan == nil || m.Hash == nil || m.Plan.Steps < 1 || m.Plan.Steps > MaxSteps || res.Hashes != nil {
+				return errors.New("the training worker sent a malformed plan")
+			}
 			res.Plan = *m.Plan
 			res.Hashes = make([]Hash, 0, res.Steps+1)
 			res.Hashes = append(res.Hashes, *m.Hash)
@@ -160,6 +163,9 @@ func Run(ctx context.Context, p Params, dir string, o *Options) (*Result, error)
 				o.Progress(Progress{Steps: res.Steps, Epoch: m.Epoch, Loss: m.Loss, ValLoss: m.Val})
 			}
 		case "result":
+			if m.Result == nil {
+				return errors.New("the training worker sent an empty result")
+			}
 			res.Model, res.EpochLoss, res.ValLoss, res.Sample = m.Result.Model, m.Result.EpochLoss, m.Result.ValLoss, m.Result.Sample
 			return errDone
 		default:
