@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -101,4 +102,21 @@ func HashCheckpoint(path, set string) (Hash, error) {
 		return Hash{}, err
 	}
 	return HashTensors(ts)
+}
+
+// ErrCheckpointMismatch: a checkpoint's trained tensors do not hash to the
+// value agreed on chain.
+var ErrCheckpointMismatch = errors.New("the checkpoint does not match its commitment")
+
+// VerifyCheckpoint checks that the trained tensors of the GGUF at path
+// hash to want (the agreed h_{k−1} before a validator re-executes step k).
+func VerifyCheckpoint(path, set string, want Hash) error {
+	got, err := HashCheckpoint(path, set)
+	if err != nil {
+		return fmt.Errorf("bad checkpoint: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: %s's trained tensors hash %s, the commitment is %s: refuse it and ask its holder for the right one", ErrCheckpointMismatch, path, got, want)
+	}
+	return nil
 }

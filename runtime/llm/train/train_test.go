@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +195,13 @@ func TestRunStepReplaysOneStep(t *testing.T) {
 	}
 	if first.Before != res.Hashes[0] || first.After != res.Hashes[1] {
 		t.Fatalf("step 1 from the base: %s -> %s, want %s -> %s", first.Before, first.After, res.Hashes[0], res.Hashes[1])
+	}
+	// The validator checks the checkpoint against the agreed h_{k-1} first.
+	if err := VerifyCheckpoint(filepath.Join(dir, CheckpointFile(k-1)), p.Trainable, res.Hashes[k-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyCheckpoint(filepath.Join(dir, CheckpointFile(k-2)), p.Trainable, res.Hashes[k-1]); !errors.Is(err, ErrCheckpointMismatch) {
+		t.Fatalf("step %d's checkpoint offered as step %d's: %v", k-2, k-1, err)
 	}
 	wrong, err := RunStep(context.Background(), p, filepath.Join(dir, CheckpointFile(k-2)), k, nil)
 	if err != nil {
