@@ -117,3 +117,42 @@ func TestHashText(t *testing.T) {
 		t.Fatal("bad hex accepted")
 	}
 }
+
+// A checkpoint file reads back (through runtime/llm's GGUF checks) as the
+// tensors written, with the same hash; its bytes depend on the tensors only.
+func TestCheckpointRoundTrip(t *testing.T) {
+	ts := []Tensor{
+		{Name: "output_norm.weight", Type: 0, Dims: []uint64{3}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{Name: "output.weight", Type: 0, Dims: []uint64{3, 2}, Data: make([]byte, 24)},
+	}
+	ts[1].Data[23] = 7
+	path := t.TempDir() + "/ck.gguf"
+	if err := WriteCheckpoint(path, ts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpoint(path, SetHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := HashTensors(ts)
+	h2, _ := HashTensors(got)
+	if h1 != h2 {
+		t.Fatal("the checkpoint file does not read back as written")
+	}
+	if h, err := HashCheckpoint(path, SetHead); err != nil || h != h1 {
+		t.Fatalf("HashCheckpoint %s (%v), want %s", h, err, h1)
+	}
+	a, _ := EncodeCheckpoint(ts)
+	b, _ := EncodeCheckpoint([]Tensor{ts[1], ts[0]})
+	if !slices.Equal(a, b) {
+		t.Fatal("the encoding depends on the listing order")
+	}
+	bad := []Tensor{{Name: "output.weight", Type: 1, Dims: []uint64{2}, Data: make([]byte, 4)}}
+	if _, err := EncodeCheckpoint(bad); err == nil {
+		t.Fatal("an F16 tensor was encoded")
+	}
+	bad = []Tensor{{Name: "output.weight", Type: 0, Dims: []uint64{3}, Data: make([]byte, 4)}}
+	if _, err := EncodeCheckpoint(bad); err == nil {
+		t.Fatal("a tensor of the wrong size was encoded")
+	}
+}

@@ -181,6 +181,11 @@ func TestRunStepReplaysOneStep(t *testing.T) {
 	if res.Steps < k+1 {
 		t.Fatalf("only %d steps", res.Steps)
 	}
+	// A checkpoint holds only the trained tensors (4 B per trained
+	// parameter plus a small header).
+	if st, err := os.Stat(filepath.Join(dir, CheckpointFile(k-1))); err != nil || st.Size() > 132_000 {
+		t.Fatalf("checkpoint file: %v, %v", st, err)
+	}
 	got, err := RunStep(context.Background(), p, filepath.Join(dir, CheckpointFile(k-1)), k, nil)
 	if err != nil {
 		t.Fatal(err)

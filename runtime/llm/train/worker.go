@@ -39,8 +39,9 @@ func CheckpointFile(k int) string { return "step-" + strconv.Itoa(k) + ".gguf" }
 
 // Options are how a run is carried out; none changes its result.
 type Options struct {
-	// Checkpoints are steps after which the model is saved in the output
-	// folder as CheckpointFile(k) (0 saves the base model).
+	// Checkpoints are steps after which the trained tensors are saved in
+	// the output folder as CheckpointFile(k) (WriteCheckpoint; 0 saves the
+	// base model's).
 	Checkpoints []int
 	// Progress, if not nil, sees every step and every epoch as it ends.
 	Progress func(Progress)
@@ -184,9 +185,9 @@ func Run(ctx context.Context, p Params, dir string, o *Options) (*Result, error)
 }
 
 // RunStep re-executes step k (1-based) of the job p from checkpoint, a
-// GGUF holding the trained tensors after step k−1 (a saved fine-tune, a
-// checkpoint, or the base model for k = 1); the other tensors come from
-// p.Model. It is what a validator runs to settle a dispute over step k.
+// GGUF holding the trained tensors after step k−1 (a checkpoint file, a
+// saved fine-tune, or the base model for k = 1); the other tensors come
+// from p.Model. It is what a validator runs to settle a dispute over step k.
 func RunStep(ctx context.Context, p Params, checkpoint string, k int, o *Options) (*StepResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -417,12 +418,22 @@ func serveRun(e *engine, req request, pl Plan, toks []int32, mode string, send f
 		return err
 	}
 	send(message{Type: "plan", Plan: &pl, Hash: &h0})
-	save := func(k int) {
-		if slices.Contains(req.Checkpoints, k) {
-			e.save(filepath.Join(req.Dir, CheckpointFile(k)))
+	save := func(k int) error {
+		if !slices.Contains(req.Checkpoints, k) {
+			return nil
 		}
+		ts, err := e.tensors()
+		if err != nil {
+			return err
+		}
+		if err := WriteCheckpoint(filepath.Join(req.Dir, CheckpointFile(k)), ts); err != nil {
+			return fmt.Errorf("cannot write the checkpoint after step %d: %w", k, err)
+		}
+		return nil
 	}
-	save(0)
+	if err := save(0); err != nil {
+		return err
+	}
 	var valIdx []int
 	for i := pl.Trained; i < pl.Datapoints; i++ {
 		valIdx = append(valIdx, i)
@@ -460,7 +471,9 @@ func serveRun(e *engine, req request, pl Plan, toks []int32, mode string, send f
 				return err
 			}
 			send(message{Type: "step", Step: k, Epoch: ep + 1, Loss: loss, Hash: &h})
-			save(k)
+			if err := save(k); err != nil {
+				return err
+			}
 		}
 		mean := total / float64(pl.Trained)
 		sum.EpochLoss = append(sum.EpochLoss, mean)
