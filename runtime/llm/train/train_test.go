@@ -155,6 +155,19 @@ func TestThreadsDoNotMatter(t *testing.T) {
 	if !bytes.Equal(fa, fb) {
 		t.Fatal("the two workers saved different model files")
 	}
+	// Golden values pin the scheme: leaf 0 is the base file's data (any
+	// build); the training hashes hold for the stock build's class ("cpu":
+	// ggml without SIMD flags), and a change of anything that reaches them
+	// (step scheme, data order, hash encoding, optimizer) must change
+	// Version.
+	if want := "56340d385ef27417c89c6e510933eb6131fcc303df52a801dfe03d306fe0da32"; a.Hashes[0].String() != want {
+		t.Errorf("leaf 0 %s, want %s", a.Hashes[0], want)
+	}
+	if llm.Backend() == "cpu" {
+		if want := "601edd349c0965a627024bdf6fdaf5f95a9e05bb1282c49545471e785a189f50"; a.Steps != 18 || a.Final.String() != want {
+			t.Errorf("%d steps, final %s: want 18 steps and %s in class %s", a.Steps, a.Final, want, p.Class())
+		}
+	}
 	p.Threads, p.Seed = 1, 8
 	c := run(t, p, nil)
 	if c.Hashes[0] != a.Hashes[0] || c.Hashes[1] == a.Hashes[1] && c.Final == a.Final {
