@@ -331,7 +331,7 @@ func (e *engine) tokenize() ([]int32, error) {
 	out := make([]int32, len(toks))
 	for i, t := range toks {
 		if t < 0 || t >= e.nVocab {
-			return nil, fmt.Errorf("token %d at %d is outside the vocabulary of %d", t, i, e.nVocab)
+			return nil, badInput("token %d at %d is outside the vocabulary of %d", t, i, e.nVocab)
 		}
 		out[i] = int32(t)
 	}
@@ -441,12 +441,12 @@ func (e *engine) hash() (Hash, error) {
 // GGML_ASSERT).
 func (e *engine) checkTokens(toks []int32) ([]C.int32_t, error) {
 	if len(toks) != e.p.NCtx+1 {
-		return nil, fmt.Errorf("a datapoint is n_ctx+1 = %d tokens, got %d", e.p.NCtx+1, len(toks))
+		return nil, badInput("a datapoint is n_ctx+1 = %d tokens, got %d", e.p.NCtx+1, len(toks))
 	}
 	out := make([]C.int32_t, len(toks))
 	for i, t := range toks {
 		if t < 0 || int(t) >= e.nVocab {
-			return nil, fmt.Errorf("token %d at %d of the datapoint is outside the vocabulary of %d", t, i, e.nVocab)
+			return nil, badInput("token %d at %d of the datapoint is outside the vocabulary of %d", t, i, e.nVocab)
 		}
 		out[i] = C.int32_t(t)
 	}

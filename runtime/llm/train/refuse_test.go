@@ -11,33 +11,35 @@ import (
 )
 
 // Bad parameters are refused before any worker starts, each with an error
-// that says what is wrong.
+// that says what is wrong; those due to the dataset are ErrBadInput (the
+// client's fault, never the provider's).
 func TestValidateRefuses(t *testing.T) {
 	ok := params(t, 4, 1)
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name string
-		edit func(*Params)
-		want string
+		name  string
+		edit  func(*Params)
+		want  string
+		input bool // the job's input is at fault (ErrBadInput)
 	}{
-		{"all tensors", func(p *Params) { p.Trainable = SetAll }, "#24305"},
-		{"unknown set", func(p *Params) { p.Trainable = "attn" }, "#24305"},
-		{"no set", func(p *Params) { p.Trainable = "" }, "no trainable set"},
-		{"n_ctx not a multiple of 32", func(p *Params) { p.NCtx = 48 }, "multiple of 32"},
-		{"n_ctx too large", func(p *Params) { p.NCtx = MaxNCtx + 32 }, "multiple of 32"},
-		{"empty dataset", func(p *Params) { p.Data = nil }, "empty"},
-		{"dataset too large", func(p *Params) { p.Data = make([]byte, MaxDataBytes+1) }, "shorten"},
-		{"not UTF-8", func(p *Params) { p.Data = []byte("Once upon a \xff time") }, "UTF-8"},
-		{"no epochs", func(p *Params) { p.Epochs = 0 }, "epochs"},
-		{"zero learning rate", func(p *Params) { p.LRMicro = 0 }, "lr_micro"},
-		{"learning rate above 1", func(p *Params) { p.LRMicro = MaxLRMicro + 1 }, "lr_micro"},
-		{"stride 0", func(p *Params) { p.Stride = 0 }, "stride"},
-		{"stride above n_ctx", func(p *Params) { p.Stride = 65 }, "stride"},
-		{"no threads", func(p *Params) { p.Threads = 0 }, "threads"},
-		{"negative validation", func(p *Params) { p.Validation = -1 }, "validation"},
-		{"no model", func(p *Params) { p.Model = "" }, "model"},
+		{"all tensors", func(p *Params) { p.Trainable = SetAll }, "#24305", false},
+		{"unknown set", func(p *Params) { p.Trainable = "attn" }, "#24305", false},
+		{"no set", func(p *Params) { p.Trainable = "" }, "no trainable set", false},
+		{"n_ctx not a multiple of 32", func(p *Params) { p.NCtx = 48 }, "multiple of 32", false},
+		{"n_ctx too large", func(p *Params) { p.NCtx = MaxNCtx + 32 }, "multiple of 32", false},
+		{"empty dataset", func(p *Params) { p.Data = nil }, "empty", true},
+		{"dataset too large", func(p *Params) { p.Data = make([]byte, MaxDataBytes+1) }, "shorten", true},
+		{"not UTF-8", func(p *Params) { p.Data = []byte("Once upon a \xff time") }, "UTF-8", true},
+		{"no epochs", func(p *Params) { p.Epochs = 0 }, "epochs", false},
+		{"zero learning rate", func(p *Params) { p.LRMicro = 0 }, "lr_micro", false},
+		{"learning rate above 1", func(p *Params) { p.LRMicro = MaxLRMicro + 1 }, "lr_micro", false},
+		{"stride 0", func(p *Params) { p.Stride = 0 }, "stride", false},
+		{"stride above n_ctx", func(p *Params) { p.Stride = 65 }, "stride", false},
+		{"no threads", func(p *Params) { p.Threads = 0 }, "threads", false},
+		{"negative validation", func(p *Params) { p.Validation = -1 }, "validation", false},
+		{"no model", func(p *Params) { p.Model = "" }, "model", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,6 +48,9 @@ func TestValidateRefuses(t *testing.T) {
 			err := p.Validate()
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error mentioning %q", err, c.want)
+			}
+			if errors.Is(err, ErrBadInput) != c.input {
+				t.Fatalf("%v: ErrBadInput %v, want %v", err, !c.input, c.input)
 			}
 			dir := t.TempDir()
 			if _, err := Run(context.Background(), p, dir, nil); err == nil || err.Error() != p.Validate().Error() {
@@ -85,7 +90,7 @@ func TestCheckModelRefuses(t *testing.T) {
 		}
 		quant = append(quant, ti)
 	}
-	if err := checkTensors(tied, names); err == nil || !strings.Contains(err.Error(), "ties its output") {
+	if err := checkTensors(tied, names); err == nil || !strings.Contains(err.Error(), "ties its output") || !errors.Is(err, ErrBadInput) {
 		t.Fatalf("tied model: %v", err)
 	}
 	if err := checkTensors(quant, names); err == nil || !strings.Contains(err.Error(), "not F32") {
@@ -98,18 +103,18 @@ func TestCheckModelRefuses(t *testing.T) {
 
 // A dataset that tokenizes to less than one datapoint, or that leaves
 // nothing to train after validation, is refused by the worker with a clear
-// error, not a crash.
+// error, not a crash, and the error is still ErrBadInput in the parent.
 func TestShortDatasetRefused(t *testing.T) {
 	p := params(t, 1, 1)
 	p.Data = []byte("Once upon a time there was a dragon.")
 	_, err := Run(context.Background(), p, t.TempDir(), nil)
-	if err == nil || !strings.Contains(err.Error(), "shorter than one datapoint") {
+	if err == nil || !strings.Contains(err.Error(), "shorter than one datapoint") || !errors.Is(err, ErrBadInput) {
 		t.Fatalf("short dataset: %v", err)
 	}
 	p = params(t, 2, 1)
 	p.Validation = 100
 	_, err = Run(context.Background(), p, t.TempDir(), nil)
-	if err == nil || !strings.Contains(err.Error(), "none is left to train") {
+	if err == nil || !strings.Contains(err.Error(), "none is left to train") || !errors.Is(err, ErrBadInput) {
 		t.Fatalf("all validation: %v", err)
 	}
 }
@@ -124,7 +129,7 @@ func TestWorkerCrashIsAnError(t *testing.T) {
 		{"label", "GGML_ASSERT"},
 	} {
 		_, err := Run(context.Background(), p, t.TempDir(), &Options{Env: []string{crashEnv + "=" + c.mode}})
-		if err == nil || !strings.Contains(err.Error(), "training worker died") || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !strings.Contains(err.Error(), "training worker died") || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrBadInput) {
 			t.Fatalf("crash %s: %v", c.mode, err)
 		}
 		t.Logf("%s: %v", c.mode, err)

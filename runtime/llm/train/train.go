@@ -96,6 +96,23 @@ const (
 // cannot train correctly.
 var ErrUnsupportedSet = errors.New("trainable set not supported by the pinned llama.cpp")
 
+// ErrBadInput marks an error caused by the job's input (the dataset or
+// the base model), not by the provider: threats §3 rule 8 makes such input
+// a validator-checkable flag, never a provider slash. Test with errors.Is;
+// it survives the worker boundary.
+var ErrBadInput = errors.New("invalid training input")
+
+// inputError is an error for which errors.Is(err, ErrBadInput) holds.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string        { return e.msg }
+func (e *inputError) Is(target error) bool { return target == ErrBadInput }
+
+// badInput formats an inputError.
+func badInput(format string, args ...any) error {
+	return &inputError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Params are a fine-tune job's parameters. All are fixed by the job; those
 // that reach the hashes are in Class.
 type Params struct {
@@ -116,11 +133,11 @@ type Params struct {
 func (p Params) Validate() error {
 	switch {
 	case len(p.Data) == 0:
-		return errors.New("params: the dataset is empty: give the text to train on")
+		return badInput("params: the dataset is empty: give the text to train on")
 	case len(p.Data) > MaxDataBytes:
-		return fmt.Errorf("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
+		return badInput("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
 	case !utf8.Valid(p.Data):
-		return errors.New("params: the dataset is not valid UTF-8 text: convert it to UTF-8")
+		return badInput("params: the dataset is not valid UTF-8 text: convert it to UTF-8")
 	}
 	return p.validateStep()
 }
@@ -132,7 +149,7 @@ func (p Params) validateStep() error {
 	case p.Model == "":
 		return errors.New("params: no base model file")
 	case len(p.Data) > MaxDataBytes:
-		return fmt.Errorf("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
+		return badInput("params: the dataset has %d bytes, more than %d: shorten it", len(p.Data), MaxDataBytes)
 	case p.Epochs < 1 || p.Epochs > MaxEpochs:
 		return fmt.Errorf("params: epochs %d: want 1..%d", p.Epochs, MaxEpochs)
 	case p.LRMicro < 1 || p.LRMicro > MaxLRMicro:
@@ -186,15 +203,15 @@ func checkTensors(ts []llm.TensorInfo, names []string) error {
 		have[t.Name] = t
 	}
 	if _, ok := have["output.weight"]; !ok && slices.Contains(names, "output.weight") {
-		return errors.New("the base model ties its output matrix to the token embeddings (no output.weight): the pinned llama.cpp never trains token_embd, so its head cannot be trained; use a model with an untied output.weight")
+		return badInput("the base model ties its output matrix to the token embeddings (no output.weight): the pinned llama.cpp never trains token_embd, so its head cannot be trained; use a model with an untied output.weight")
 	}
 	for _, n := range names {
 		t, ok := have[n]
 		if !ok {
-			return fmt.Errorf("the base model has no tensor %s to train", n)
+			return badInput("the base model has no tensor %s to train", n)
 		}
 		if t.Type != 0 {
-			return fmt.Errorf("the base model's %s is of ggml type %d, not F32: llama.cpp trains F32 tensors only; convert the model to F32", n, t.Type)
+			return badInput("the base model's %s is of ggml type %d, not F32: llama.cpp trains F32 tensors only; convert the model to F32", n, t.Type)
 		}
 	}
 	return nil
@@ -295,13 +312,13 @@ func (p Params) plan(tokens int) (Plan, error) {
 	d := Datapoints(tokens, p.NCtx, p.Stride)
 	pl := Plan{Tokens: tokens, Datapoints: d, Trained: d - p.Validation}
 	if d == 0 {
-		return pl, fmt.Errorf("the dataset is %d tokens, shorter than one datapoint (n_ctx+1 = %d tokens): give more text or a smaller n_ctx", tokens, p.NCtx+1)
+		return pl, badInput("the dataset is %d tokens, shorter than one datapoint (n_ctx+1 = %d tokens): give more text or a smaller n_ctx", tokens, p.NCtx+1)
 	}
 	if pl.Trained < 1 {
-		return pl, fmt.Errorf("the dataset makes %d datapoints and %d are held out for validation: none is left to train on; lower validation or give more text", d, p.Validation)
+		return pl, badInput("the dataset makes %d datapoints and %d are held out for validation: none is left to train on; lower validation or give more text", d, p.Validation)
 	}
 	if pl.Trained > MaxSteps/p.Epochs {
-		return pl, fmt.Errorf("%d epochs of %d datapoints exceed %d steps: lower epochs, raise the stride or shorten the dataset", p.Epochs, pl.Trained, MaxSteps)
+		return pl, badInput("%d epochs of %d datapoints exceed %d steps: lower epochs, raise the stride or shorten the dataset", p.Epochs, pl.Trained, MaxSteps)
 	}
 	pl.Steps = p.Epochs * pl.Trained
 	return pl, nil

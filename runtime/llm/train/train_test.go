@@ -262,7 +262,7 @@ func TestRunStepReplaysOneStep(t *testing.T) {
 		t.Fatalf("a changed label still gives h_k (%v)", err)
 	}
 	bad[len(bad)-1] = nv
-	if _, err := RunStepTokens(context.Background(), q, ckpt, k, bad, nil); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+	if _, err := RunStepTokens(context.Background(), q, ckpt, k, bad, nil); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") || !errors.Is(err, ErrBadInput) {
 		t.Fatalf("label %d of a %d-token vocabulary: %v", nv, nv, err)
 	}
 	if _, err := RunStepTokens(context.Background(), q, ckpt, k, toks[1:], nil); err == nil || !strings.Contains(err.Error(), "n_ctx+1") {

@@ -106,6 +106,7 @@ type message struct {
 	Before *Hash       `json:"before,omitempty"`
 	Result *runSummary `json:"result,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	Input  bool        `json:"input,omitempty"` // the error is ErrBadInput
 }
 
 type runSummary struct {
@@ -203,7 +204,7 @@ func RunStepTokens(ctx context.Context, p Params, checkpoint string, k int, toke
 		return nil, err
 	}
 	if len(tokens) != p.NCtx+1 {
-		return nil, fmt.Errorf("a datapoint is n_ctx+1 = %d tokens, got %d", p.NCtx+1, len(tokens))
+		return nil, badInput("a datapoint is n_ctx+1 = %d tokens, got %d", p.NCtx+1, len(tokens))
 	}
 	p.Data = nil
 	return runStep(ctx, p, request{Op: "step", Params: p, Checkpoint: checkpoint, K: k, Tokens: tokens}, o)
@@ -273,7 +274,9 @@ func supervise(ctx context.Context, o *Options, req request, handle func(message
 			break
 		}
 		if m.Type == "error" {
-			herr = errors.New(m.Error)
+			if herr = errors.New(m.Error); m.Input {
+				herr = &inputError{msg: m.Error}
+			}
 			break
 		}
 		herr = handle(m)
@@ -325,7 +328,7 @@ func MaybeWorker() {
 		os.Exit(1)
 	}
 	if err := serve(req, send); err != nil {
-		send(message{Type: "error", Error: err.Error()})
+		send(message{Type: "error", Error: err.Error(), Input: errors.Is(err, ErrBadInput)})
 		os.Exit(1)
 	}
 	os.Exit(0)
