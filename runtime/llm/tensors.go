@@ -10,10 +10,11 @@ import (
 
 // TensorInfo describes one tensor of a GGUF file.
 type TensorInfo struct {
-	Name string
-	Type uint32   // ggml type: 0 is F32
-	Dims []uint64 // ne[0], ne[1], ... as stored
-	Size uint64   // bytes of data
+	Name   string
+	Type   uint32   // ggml type: 0 is F32
+	Dims   []uint64 // ne[0], ne[1], ... as stored
+	Size   uint64   // bytes of data
+	Offset uint64   // where the data starts in the file
 }
 
 // ListTensors lists the tensors of the GGUF file at path in file order,
@@ -25,7 +26,7 @@ func ListTensors(path string) ([]TensorInfo, error) {
 	}
 	out := make([]TensorInfo, len(g.Tensors))
 	for i, t := range g.Tensors {
-		out[i] = TensorInfo{Name: t.Name, Type: t.Type, Dims: slices.Clone(t.Dims), Size: t.Size}
+		out[i] = TensorInfo{Name: t.Name, Type: t.Type, Dims: slices.Clone(t.Dims), Size: t.Size, Offset: g.DataOffset + t.Offset}
 	}
 	return out, nil
 }
@@ -49,7 +50,7 @@ func ReadTensors(path string, names []string) ([]TensorInfo, [][]byte, error) {
 		if t == nil {
 			return nil, nil, fmt.Errorf("%s has no tensor %s", path, name)
 		}
-		infos[i] = TensorInfo{Name: t.Name, Type: t.Type, Dims: slices.Clone(t.Dims), Size: t.Size}
+		infos[i] = TensorInfo{Name: t.Name, Type: t.Type, Dims: slices.Clone(t.Dims), Size: t.Size, Offset: g.DataOffset + t.Offset}
 		data[i] = make([]byte, t.Size)
 		if _, err := f.ReadAt(data[i], int64(g.DataOffset+t.Offset)); err != nil {
 			if err == io.EOF {

@@ -5,8 +5,11 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"slices"
+
+	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
 // checkpointAlign is GGUF's default alignment of tensor data.
@@ -71,4 +74,68 @@ func WriteCheckpoint(path string, ts []Tensor) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// WriteModel writes the fine-tuned model: a copy of the base GGUF at base
+// with the data of the trained tensors ts replaced, to out. Everything
+// else, metadata included, is the base's: llama.cpp's own saver would
+// write the training context (n_ctx) as the model's context_length and
+// add keys of its own. The bytes are a function of the base file and ts.
+func WriteModel(base, out string, ts []Tensor) error {
+	infos, err := llm.ListTensors(base)
+	if err != nil {
+		return fmt.Errorf("cannot read the base model: %w", err)
+	}
+	src, err := os.Open(base)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := out + ".tmp"
+	dst, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("cannot write the fine-tuned model: %w", err)
+	}
+	defer os.Remove(tmp)
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return fmt.Errorf("cannot write the fine-tuned model: %w", err)
+	}
+	for _, t := range ts {
+		i := slices.IndexFunc(infos, func(ti llm.TensorInfo) bool { return ti.Name == t.Name })
+		if i < 0 {
+			dst.Close()
+			return fmt.Errorf("the base model has no tensor %s", t.Name)
+		}
+		ti := infos[i]
+		if ti.Type != t.Type || ti.Size != uint64(len(t.Data)) || !sameShape(ti.Dims, t.Dims) {
+			dst.Close()
+			return fmt.Errorf("tensor %s (type %d, shape %v, %d bytes) does not fit the base model's (type %d, shape %v)", t.Name, t.Type, t.Dims, len(t.Data), ti.Type, ti.Dims)
+		}
+		if _, err := dst.WriteAt(t.Data, int64(ti.Offset)); err != nil {
+			dst.Close()
+			return fmt.Errorf("cannot write the fine-tuned model: %w", err)
+		}
+	}
+	if err := dst.Close(); err != nil {
+		return fmt.Errorf("cannot write the fine-tuned model: %w", err)
+	}
+	return os.Rename(tmp, out)
+}
+
+// sameShape compares shapes with missing trailing dimensions as 1.
+func sameShape(a, b []uint64) bool {
+	for i := range max(len(a), len(b)) {
+		x, y := uint64(1), uint64(1)
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

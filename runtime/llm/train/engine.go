@@ -77,7 +77,6 @@ int32_t  llama_decode(struct llama_context * ctx, struct tr_batch batch);
 void     llama_opt_init(struct llama_context * ctx, struct llama_model * model, struct tr_oparams p);
 void     llama_opt_epoch(struct llama_context * ctx, struct ggml_opt_dataset * ds, struct ggml_opt_result * rtrain,
                          struct ggml_opt_result * reval, int64_t idata_split, void * cb_train, void * cb_eval);
-void     llama_model_save_to_file(const struct llama_model * model, const char * path);
 
 struct ggml_opt_dataset * ggml_opt_dataset_init(int type_data, int type_label, int64_t ne_datapoint, int64_t ne_label, int64_t ndata, int64_t ndata_shard);
 void     ggml_opt_dataset_free(struct ggml_opt_dataset * ds);
@@ -482,13 +481,6 @@ func (e *engine) capture(dp cTokens) error {
 	err := e.begin(dp, 1)
 	e.end()
 	return err
-}
-
-// save writes the model as GGUF.
-func (e *engine) save(path string) {
-	cs := C.CString(path)
-	defer C.free(unsafe.Pointer(cs))
-	C.llama_model_save_to_file(e.m, cs)
 }
 
 // crash ends the process the way a failed GGML_ASSERT does (test hook).

@@ -39,6 +39,11 @@
 // computed from the tensors in memory, not from a file (llama.cpp's saver
 // rewrites metadata); HashCheckpoint computes the same value from a GGUF.
 //
+// The fine-tuned model is the base file with the trained tensors' bytes
+// replaced (WriteModel): llama.cpp's saver would write the training n_ctx
+// as its context_length. A checkpoint file holds the trained tensors only
+// (WriteCheckpoint).
+//
 // Training runs in a supervised child process: every GGML_ASSERT is an
 // abort() that would take the node down. Run and RunStep start this
 // executable again with OGPU_TRAIN_WORKER=1; mains (and TestMain of

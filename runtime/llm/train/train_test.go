@@ -112,6 +112,38 @@ func TestLearnsThePhrase(t *testing.T) {
 	if h, err := HashCheckpoint(res.Model, p.Trainable); err != nil || h != res.Final {
 		t.Fatalf("leaf N %s, the saved model's trained tensors %s (%v)", res.Final, h, err)
 	}
+	// The fine-tuned file is the base file with the head's bytes replaced:
+	// its metadata (context_length 2048, not the training n_ctx) is the
+	// base's.
+	base, err := os.ReadFile(p.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := os.ReadFile(res.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := llm.ListTensors(p.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base) != len(tuned) {
+		t.Fatalf("the fine-tuned file is %d bytes, the base %d", len(tuned), len(base))
+	}
+	changed := 0
+	for _, ti := range infos {
+		r := base[ti.Offset : ti.Offset+ti.Size]
+		if !bytes.Equal(r, tuned[ti.Offset:ti.Offset+ti.Size]) {
+			if ti.Name != "output.weight" && ti.Name != "output_norm.weight" {
+				t.Fatalf("tensor %s changed", ti.Name)
+			}
+			changed++
+		}
+		copy(tuned[ti.Offset:], r)
+	}
+	if changed != 2 || !bytes.Equal(base, tuned) {
+		t.Fatalf("%d trained tensors changed; the rest of the file equal: %v", changed, bytes.Equal(base, tuned))
+	}
 }
 
 // Two workers, one with 1 thread and one with 2, give the same N+1 hashes,

@@ -486,11 +486,17 @@ func serveRun(e *engine, req request, pl Plan, toks []int32, mode string, send f
 		}
 		send(message{Type: "epoch", Epoch: ep + 1, Loss: mean, Val: v})
 	}
-	final, err := e.hash()
+	ts, err := e.tensors()
 	if err != nil {
 		return err
 	}
-	e.save(sum.Model)
+	final, err := HashTensors(ts)
+	if err != nil {
+		return err
+	}
+	if err := WriteModel(p.Model, sum.Model, ts); err != nil {
+		return err
+	}
 	// The saved file must hold exactly the trained tensors, and
 	// runtime/llm must load it and generate from it.
 	if got, err := HashCheckpoint(sum.Model, p.Trainable); err != nil {
