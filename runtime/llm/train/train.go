@@ -14,7 +14,7 @@
 //
 // The step scheme ("fresh-context-1dp"): step k (1-based) creates a fresh
 // llama_context on the current weights (model loaded without mmap, KV cache
-// F32, flash attention off), decodes one token (so that training uses the
+// F32, flash attention off, CPU only), decodes one token (so that training uses the
 // configured threads), runs llama_opt_init with a C param_filter selecting
 // the trained tensors and one llama_opt_epoch over a one-datapoint dataset,
 // and frees the context. The first AdamW step of a fresh optimizer is the
@@ -24,9 +24,10 @@
 // Data: the dataset is tokenized with the model's tokenizer (one BOS at the
 // start, special-token text not parsed). With T tokens, datapoint i (0-based)
 // is tokens [i·stride, i·stride+n_ctx] (inputs the first n_ctx, labels the
-// last n_ctx), for i < D = (T−n_ctx−1)/stride + 1. The last Validation
-// datapoints are held out (evaluated, never trained); the first D−Validation
-// are trained. Epoch e (0-based) orders them by a Fisher–Yates shuffle,
+// last n_ctx), for i < D = (T−n_ctx−1)/stride + 1 (every window that
+// fits; llama.cpp's common_opt_dataset_init leaves out the last one). The
+// last Validation datapoints are held out (evaluated, never trained); the
+// first D−Validation are trained. Epoch e (0-based) orders them by a Fisher–Yates shuffle,
 // i = n−1 down to 1: j = next() mod (i+1), swap(perm[i], perm[j]), where
 // next is SplitMix64 (s += 0x9E3779B97F4A7C15; z = s; z = (z^(z>>30))·
 // 0xBF58476D1CE4E5B9; z = (z^(z>>27))·0x94D049BB133111EB; z^(z>>31))
