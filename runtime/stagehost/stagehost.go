@@ -18,7 +18,6 @@ package stagehost
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ogpu-network/ogpu/internal/workerlog"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
@@ -82,7 +82,7 @@ type Worker struct {
 	in       *bufio.Writer
 	inClose  io.Closer
 	out      *bufio.Reader
-	logs     *tail
+	logs     *workerlog.Tail
 	done     chan struct{} // closed when the process exited
 	waitErr  error
 	info     Info
@@ -123,7 +123,7 @@ func (w *Worker) start() error {
 	if err != nil {
 		return err
 	}
-	w.logs = &tail{max: 64 << 10}
+	w.logs = &workerlog.Tail{Max: 64 << 10}
 	cmd.Stderr = w.logs
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cannot start a stage worker (%s): %w", w.cfg.Exe, err)
@@ -307,57 +307,6 @@ func (w *Worker) readReply() (byte, int32, []byte, error) {
 		return 0, 0, nil, err
 	}
 	return hdr[0], int32(binary.LittleEndian.Uint32(hdr[1:])), body, nil
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-	why string // the first line that says why the process ended
-}
-
-// isWhy reports whether a log line says why a process is ending: a signal
-// or fatal error as the Go runtime prints it, or llama.cpp's assertion.
-func isWhy(l string) bool {
-	return strings.HasPrefix(l, "SIG") || strings.HasPrefix(l, "fatal error") || strings.HasPrefix(l, "panic:") ||
-		strings.Contains(l, "GGML_ASSERT") || strings.Contains(l, "GGML_ABORT")
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.why == "" {
-		for _, l := range strings.Split(string(p), "\n") {
-			if isWhy(l) {
-				t.why = strings.TrimSpace(l)
-				break
-			}
-		}
-	}
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(bytes.ToValidUTF8(t.b, []byte("?"))))
-	if s == "" {
-		return "(none)"
-	}
-	lines := strings.Split(s, "\n")
-	var out []string
-	if t.why != "" {
-		out = append(out, t.why)
-	}
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(append(out, lines...), " | ")
 }
 
 // MaybeServe makes this process a stage worker when Env is set: it loads

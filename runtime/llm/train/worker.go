@@ -14,11 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ogpu-network/ogpu/internal/workerlog"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 )
 
@@ -254,7 +254,7 @@ func supervise(ctx context.Context, o *Options, req request, handle func(message
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(append(os.Environ(), Env+"=1"), o.Env...)
 	cmd.Stdin = bytes.NewReader(body)
-	logs := &tail{max: 16 << 10}
+	logs := &workerlog.Tail{Max: 16 << 10}
 	cmd.Stderr = logs
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -518,48 +518,4 @@ func serveRun(e *engine, req request, pl Plan, toks []int32, mode string, send f
 	sum.Sample = out.Text
 	send(message{Type: "result", Result: &sum})
 	return nil
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(bytes.ToValidUTF8(t.b, []byte("?"))))
-	if s == "" {
-		return "(none)"
-	}
-	lines := strings.Split(s, "\n")
-	// A crash ends with the Go runtime's dump (registers, goroutines):
-	// what says why is llama.cpp's assertion and the signal line.
-	var why []string
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if len(why) < 3 && (strings.Contains(l, "GGML_ASSERT") || strings.Contains(l, "GGML_ABORT") || strings.HasPrefix(l, "SIG") ||
-			strings.HasPrefix(l, "fatal error") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "signal arrived")) {
-			why = append(why, l)
-		}
-	}
-	if len(why) > 0 {
-		return strings.Join(why, " | ")
-	}
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
 }
