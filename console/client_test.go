@@ -14,7 +14,6 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ogpu-network/ogpu/market"
-	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/types"
@@ -129,25 +128,13 @@ func TestClientActions(t *testing.T) {
 	client.MaxRunning = DefaultMaxRunning
 
 	// Someone else's job cannot be cancelled from this console.
-	other := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModePool, Model: model.Hash, ModelSize: 1, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(0)}, Input: sha256.Sum256([]byte("x")),
-		Windows: market.Windows{Bid: 200, Execute: 50, Verify: 15}, Seal: sha256.Sum256([]byte("other seal")),
-	}
-	res, err := node.NewSender(e.c, e.keys[1]).Send(ctx, other.Raw())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		t.Fatal(err)
-	}
+	otherJob, _ := e.sendJob(t, 1, poolJob(model.Hash, "other", market.Windows{Bid: 200, Execute: 50, Verify: 15}))
 	for _, c := range []struct {
 		path, token string
 		status      int
 		says        string
 	}{
-		{fmt.Sprintf("/api/jobs/%d/cancel", posted.Job), tok, 403, "Not your job"},
+		{fmt.Sprintf("/api/jobs/%d/cancel", otherJob), tok, 403, "Not your job"},
 		{fmt.Sprintf("/api/jobs/%d/cancel", id), "", 401, "needs the console token"},
 		{"/api/jobs/999999/cancel", tok, 404, "not found"},
 		{"/api/jobs/x/cancel", tok, 400, "want a job id"},
@@ -159,7 +146,7 @@ func TestClientActions(t *testing.T) {
 			t.Errorf("POST %s: %d %q, want %d saying %q", c.path, code, body, c.status, c.says)
 		}
 	}
-	if o, err := e.c.Job(ctx, posted.Job); err != nil || o.StateName != "bidding" {
+	if o, err := e.c.Job(ctx, otherJob); err != nil || o.StateName != "bidding" {
 		t.Fatalf("the other client's job was touched: %+v (%v)", o, err)
 	}
 

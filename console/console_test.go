@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/libs/log"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -96,18 +97,29 @@ func startEnvOpts(t *testing.T, funded int, opts func(*env) Options) *env {
 	return e
 }
 
-// postJob posts a bid-mode job from key 0 and returns its id and the tx.
+// postJob posts a pool job from key 0 and returns its id and the tx.
 func (e *env) postJob(t *testing.T) (uint64, []byte) {
+	t.Helper()
+	id, res := e.sendJob(t, 0, poolJob(sha256.Sum256([]byte("console model")), "console", market.Windows{Bid: 200, Execute: 50, Verify: 15}))
+	return id, res.Hash
+}
+
+// poolJob is a pool inference job for model at 1 oGPU per replica, r=2,
+// 100 oGPU minimum stake; name makes its input and seal.
+func poolJob(model types.Hash, name string, w market.Windows) *market.MsgPostJob {
+	return &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
+		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte(name + " input")),
+		Windows: w, Seal: sha256.Sum256([]byte(name + " seal")),
+	}
+}
+
+// sendJob sends m from key i and returns the job it posted and the tx.
+func (e *env) sendJob(t *testing.T, i int, m *market.MsgPostJob) (uint64, *ctypes.ResultTx) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	model := sha256.Sum256([]byte("console model"))
-	post := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("console input")),
-		Windows: market.Windows{Bid: 200, Execute: 50, Verify: 15}, Seal: sha256.Sum256([]byte("console seal")),
-	}
-	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
+	res, err := node.NewSender(e.c, e.keys[i]).Send(ctx, m.Raw())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +127,7 @@ func (e *env) postJob(t *testing.T) (uint64, []byte) {
 	if err := node.FindEvent(res, &posted); err != nil {
 		t.Fatal(err)
 	}
-	return posted.Job, res.Hash
+	return posted.Job, res
 }
 
 func (e *env) cancelJob(t *testing.T, id uint64) {
@@ -400,29 +412,17 @@ func (e *env) poolJob(t *testing.T) (uint64, func()) {
 			t.Fatal(err)
 		}
 	}
-	post := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("console pool input")),
-		Windows: market.Windows{Bid: 200, Execute: 10, Verify: 5}, Seal: sha256.Sum256([]byte("console pool seal")),
-	}
-	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		t.Fatal(err)
-	}
+	id, _ := e.sendJob(t, 0, poolJob(model, "console pool", market.Windows{Bid: 200, Execute: 10, Verify: 5}))
 	claim := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, p := range []int{1, 2} {
-			if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: posted.Job}).Raw()); err != nil {
+			if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: id}).Raw()); err != nil {
 				t.Error(err)
 			}
 		}
 	}
-	return posted.Job, claim
+	return id, claim
 }
 
 // waitJobEnd waits until the job leaves bidding and running.

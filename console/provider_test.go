@@ -64,20 +64,7 @@ func (e *env) agreedJob(t *testing.T, model types.Hash) *uint256.Int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	post := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("provider page input")),
-		Windows: market.Windows{Bid: 200, Execute: 60, Verify: 30}, Seal: sha256.Sum256([]byte("provider page seal")),
-	}
-	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		t.Fatal(err)
-	}
-	id := posted.Job
+	id, _ := e.sendJob(t, 0, poolJob(model, "provider page", market.Windows{Bid: 200, Execute: 60, Verify: 30}))
 	for _, p := range []int{1, 2} {
 		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: id}).Raw()); err != nil {
 			t.Fatal(err)
@@ -214,25 +201,13 @@ func TestProviderJailBanner(t *testing.T) {
 	e.registerProvidersBonded(t, model, types.OGPU(100)) // the minimum: a slash takes them below
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	post := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModePool, Model: model, ModelSize: 1, Stages: 1, Redundancy: 2,
-		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)}, Input: sha256.Sum256([]byte("jail input")),
-		Windows: market.Windows{Bid: 200, Execute: 5, Verify: 5}, Seal: sha256.Sum256([]byte("jail seal")),
-	}
-	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		t.Fatal(err)
-	}
+	job, _ := e.sendJob(t, 0, poolJob(model, "jail", market.Windows{Bid: 200, Execute: 5, Verify: 5}))
 	for _, p := range []int{1, 2} {
-		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: posted.Job}).Raw()); err != nil {
+		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: job}).Raw()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.waitJobEnd(t, posted.Job)
+	e.waitJobEnd(t, job)
 	p1 := e.addr(1)
 	pv, err := e.c.Provider(ctx, p1)
 	if err != nil {
@@ -254,7 +229,7 @@ func TestProviderJailBanner(t *testing.T) {
 	}
 	wantPage(t, e, "/providers/"+p1.Hex(), 200, `id="jail"`,
 		fmt.Sprintf("Jailed until block %d", pv.JailedUntil),
-		fmt.Sprintf("Why: missed the commit deadline of job %d", posted.Job),
+		fmt.Sprintf("Why: missed the commit deadline of job %d", job),
 		"<code>ogpu tx provider unjail --from NAME</code>",
 		"bond at least "+missing+" more first",
 		"<code>ogpu tx provider bond "+missing+" --from NAME</code>")
@@ -277,15 +252,7 @@ func TestProviderPageSession(t *testing.T) {
 		MaxPrice: types.OGPU(1), Req: market.Requirements{MinStake: types.OGPU(100)},
 		Windows: market.Windows{Bid: 15, Reveal: 15}, Seal: sha256.Sum256([]byte("session page seal")), Session: terms,
 	}
-	res, err := node.NewSender(e.c, e.keys[0]).Send(ctx, post.Raw())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted market.EventJobPosted
-	if err := node.FindEvent(res, &posted); err != nil {
-		t.Fatal(err)
-	}
-	id := posted.Job
+	id, _ := e.sendJob(t, 0, post)
 	price := types.OGPU(1)
 	salt := func(p int) types.Hash { return sha256.Sum256([]byte(fmt.Sprintf("bid salt %d", p))) }
 	for _, p := range []int{1, 2} {
