@@ -19,28 +19,9 @@ type providerSide struct{ p *agent.Provider }
 
 func (s providerSide) Address() types.Address { return s.p.Address() }
 
-func (s providerSide) Decisions() []Decision {
-	ds := s.p.Decisions()
-	out := make([]Decision, len(ds))
-	for i, d := range ds {
-		out[i] = Decision{Time: d.Time, Job: d.Job, Stage: d.Stage, Bid: d.Bid, Price: d.Price, Reason: d.Reason}
-	}
-	return out
-}
-
-func (s providerSide) Speeds() []SpeedSample {
-	ss := s.p.Speeds()
-	out := make([]SpeedSample, len(ss))
-	for i, x := range ss {
-		out[i] = SpeedSample{Time: x.Time, Tokens: x.Tokens, Took: x.Took}
-	}
-	return out
-}
-
-func (s providerSide) Reachability() Reachability {
-	r := s.p.Reachability()
-	return Reachability{PeerID: r.PeerID, Addrs: r.Addrs, Status: r.Status, Peers: r.Peers}
-}
+func (s providerSide) Decisions() []Decision      { return s.p.Decisions() }
+func (s providerSide) Speeds() []SpeedSample      { return s.p.Speeds() }
+func (s providerSide) Reachability() Reachability { return s.p.Reachability() }
 
 func (s providerSide) Pricing() Pricing {
 	p := s.p.Pricing()

@@ -2,10 +2,10 @@ package console
 
 import (
 	"context"
-	"time"
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -81,33 +81,13 @@ type ProviderSide interface {
 	Unbond(ctx context.Context, amount *uint256.Int) error
 }
 
-// Decision is one auction decision of a provider agent.
-type Decision struct {
-	Time  time.Time
-	Job   uint64
-	Stage uint16
-	// Bid: a sealed bid at Price was sent; otherwise Reason says why not.
-	Bid    bool
-	Price  *uint256.Int
-	Reason string
-}
-
-// SpeedSample is one measured generation.
-type SpeedSample struct {
-	Time   time.Time
-	Tokens int
-	Took   time.Duration
-}
-
-// Reachability is how peers reach a provider agent.
-type Reachability struct {
-	PeerID string
-	Addrs  []string
-	// Status is libp2p's AutoNAT verdict ("public", "private" or
-	// "unknown"); Peers the number of connected peers.
-	Status string
-	Peers  int
-}
+// Decision, SpeedSample and Reachability are the provider agent's own
+// records (node/agent's dashboard), shown as they are.
+type (
+	Decision     = agent.Decision
+	SpeedSample  = agent.SpeedSample
+	Reachability = agent.Reachability
+)
 
 // Pricing is a provider's built-in per-token price: Base per job plus
 // PerToken per token of the job's budget. Script is set instead when an
