@@ -1,12 +1,15 @@
 package console
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // TestHubDropsSlowBrowser: a browser that stops reading cannot hold the
@@ -67,5 +70,26 @@ func TestEntryOfFiltersJob(t *testing.T) {
 		if e, ok := entryOf(7, 1, time.Unix(0, 0), bad); ok {
 			t.Fatalf("%+v became job 7's entry %+v", bad, e)
 		}
+	}
+}
+
+// TestEveryMessageHasAName: the explorer names every message type the
+// chain defines (1 to the last, types.MsgTypeOpenGameVote), so a new one
+// cannot show up as "type N" unnoticed; an unknown type still says its
+// number.
+func TestEveryMessageHasAName(t *testing.T) {
+	seen := map[string]types.MsgType{}
+	for m := types.MsgType(1); m <= types.MsgTypeOpenGameVote; m++ {
+		n := MsgName(m)
+		if strings.HasPrefix(n, "type ") {
+			t.Errorf("message type %d has no name in the explorer", m)
+		}
+		if o, dup := seen[n]; dup {
+			t.Errorf("types %d and %d are both %q", o, m, n)
+		}
+		seen[n] = m
+	}
+	if n := MsgName(types.MsgTypeOpenGameVote + 1); n != fmt.Sprintf("type %d", types.MsgTypeOpenGameVote+1) {
+		t.Errorf("an unknown type reads %q", n)
 	}
 }
