@@ -529,7 +529,7 @@ func newHEInspectCmd() *cobra.Command {
 
 func newModelCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Models: inspect a GGUF LLM or a pipeline model, split an LLM by layers, train the example classifier"}
-	cmd.AddCommand(newModelTrainExampleCmd(), newModelInspectCmd(), newModelSplitCmd())
+	cmd.AddCommand(newModelTrainExampleCmd(), newModelInspectCmd(), newModelSplitCmd(), newModelFinetuneCmd())
 	return cmd
 }
 
