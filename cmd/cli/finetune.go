@@ -61,6 +61,7 @@ and writes the fine-tuned GGUF to --out. Other trainable sets wait for llama.cpp
 			if err := p.Validate(); err != nil {
 				return err
 			}
+			quietLlama("warn")
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
 			}
