@@ -202,3 +202,19 @@ func TestModelChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestClientModelsDefault: without --model a client's console offers the
+// model the registered providers serve; with none registered it says to
+// pass --model.
+func TestClientModelsDefault(t *testing.T) {
+	e := startEnv(t, 3)
+	if _, err := ClientModels(context.Background(), e.c, nil); err == nil || !strings.Contains(err.Error(), "pass --model") {
+		t.Fatalf("no provider: %v", err)
+	}
+	model := sha256.Sum256([]byte("default model"))
+	e.registerProviders(t, model)
+	ms, err := ClientModels(context.Background(), e.c, nil)
+	if err != nil || len(ms) != 1 || ms[0].Hash != types.Hash(model) || ms[0].Name != fmt.Sprintf("%x", model[:4]) {
+		t.Fatalf("default models %+v (%v), want %x", ms, err, model)
+	}
+}

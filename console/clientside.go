@@ -190,6 +190,20 @@ func (a *AgentClient) Cancel(ctx context.Context, job uint64) error {
 	return nil
 }
 
+// ClientModels are the models a client's console offers: specs as
+// ModelChoices reads them, or, with none, the model most registered
+// providers serve (named by its hash's first bytes).
+func ClientModels(ctx context.Context, c *node.Client, specs []string) ([]ModelChoice, error) {
+	if len(specs) == 0 {
+		h, err := c.PopularModel(ctx)
+		if err != nil {
+			return nil, err
+		}
+		specs = []string{fmt.Sprintf("%x=sha256:%x", h[:4], h[:])}
+	}
+	return ModelChoices(specs)
+}
+
 // ModelChoices reads the models a console posts jobs for, written as the
 // gateway's --model flags: NAME=sha256:HEX, NAME=FILE.gguf or FILE.gguf.
 // A file's hash and size are computed; a bare hash's size is unknown (0).

@@ -78,6 +78,16 @@ func Root(hashes []types.Hash) types.Hash {
 	return rootHash(uint64(len(hashes)), subRoot(hashes, 0))
 }
 
+// RootOf is Root over any list of 32-byte hashes (the training runtime's
+// checkpoint hashes, as a provider computes them).
+func RootOf[H ~[32]byte](hashes []H) types.Hash {
+	hs := make([]types.Hash, len(hashes))
+	for i, h := range hashes {
+		hs[i] = types.Hash(h)
+	}
+	return Root(hs)
+}
+
 // subRoot is the root of the subtree over hashes, whose first leaf is
 // leaf off.
 func subRoot(hashes []types.Hash, off uint64) types.Hash {

@@ -162,3 +162,16 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestRootOf: the generic root of a named 32-byte hash type is Root's.
+func TestRootOf(t *testing.T) {
+	type other [32]byte
+	hs := []types.Hash{{1}, {2}, {3}}
+	os := []other{{1}, {2}, {3}}
+	if RootOf(os) != Root(hs) {
+		t.Fatal("RootOf differs from Root over the same bytes")
+	}
+	if RootOf(os[:2]) == Root(hs) {
+		t.Fatal("RootOf ignores the leaf count")
+	}
+}

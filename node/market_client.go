@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -108,4 +109,30 @@ func (c *Client) SessionDispute(ctx context.Context, id, n uint64) (*chain.Dispu
 		return nil, err
 	}
 	return &v, nil
+}
+
+// PopularModel is the model served by the most registered providers (ties:
+// the lowest hash), for a job run without --model.
+func (c *Client) PopularModel(ctx context.Context) (types.Hash, error) {
+	provs, err := c.Providers(ctx)
+	if err != nil {
+		return types.Hash{}, err
+	}
+	count := map[types.Hash]int{}
+	var best types.Hash
+	for _, p := range provs {
+		if p.Tombstoned {
+			continue
+		}
+		for _, m := range p.Models {
+			count[m]++
+			if n := count[m]; n > count[best] || n == count[best] && bytes.Compare(m[:], best[:]) < 0 {
+				best = m
+			}
+		}
+	}
+	if count[best] == 0 {
+		return types.Hash{}, fmt.Errorf("no registered provider serves a model: pass --model HASH|FILE")
+	}
+	return best, nil
 }

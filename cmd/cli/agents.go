@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -488,7 +487,7 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
-		if j.Model, err = popularModel(ctx, c); err != nil {
+		if j.Model, err = c.PopularModel(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "model %x (served by the most providers; choose with --model)\n", j.Model)
@@ -603,32 +602,6 @@ func runJobResult(cmd *cobra.Command, args []string) error {
 func jsonOutput(cmd *cobra.Command) bool {
 	f, _ := cmd.Flags().GetString("output")
 	return f == "json"
-}
-
-// popularModel is the model served by the most registered providers (ties:
-// the lowest hash), for a job run without --model.
-func popularModel(ctx context.Context, c *node.Client) (types.Hash, error) {
-	provs, err := c.Providers(ctx)
-	if err != nil {
-		return types.Hash{}, err
-	}
-	count := map[types.Hash]int{}
-	var best types.Hash
-	for _, p := range provs {
-		if p.Tombstoned {
-			continue
-		}
-		for _, m := range p.Models {
-			count[m]++
-			if n := count[m]; n > count[best] || n == count[best] && bytes.Compare(m[:], best[:]) < 0 {
-				best = m
-			}
-		}
-	}
-	if count[best] == 0 {
-		return types.Hash{}, fmt.Errorf("no registered provider serves a model: pass --model HASH|FILE")
-	}
-	return best, nil
 }
 
 // progressBar draws a one-line bar per model fetch on w:

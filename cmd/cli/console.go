@@ -68,14 +68,7 @@ func newClientConsoleCmd() *cobra.Command {
 			}
 			defer closeHost()
 			specs, _ := cmd.Flags().GetStringArray("model")
-			if len(specs) == 0 {
-				h, err := popularModel(ctx, cl.Chain)
-				if err != nil {
-					return err
-				}
-				specs = []string{fmt.Sprintf("%x=sha256:%x", h[:4], h[:])}
-			}
-			models, err := console.ModelChoices(specs)
+			models, err := console.ClientModels(ctx, cl.Chain, specs)
 			if err != nil {
 				return err
 			}

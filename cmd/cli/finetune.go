@@ -76,15 +76,11 @@ and writes the fine-tuned GGUF to --out. Other trainable sets wait for llama.cpp
 			if err != nil {
 				return err
 			}
-			hashes := make([]types.Hash, len(res.Hashes))
-			for i, h := range res.Hashes {
-				hashes[i] = types.Hash(h)
-			}
 			o := FinetuneOutput{Model: res.Model, Class: res.Class, Steps: len(res.Hashes) - 1, EpochLoss: res.EpochLoss, ValLoss: res.ValLoss,
-				Base: res.Hashes[0], Final: res.Final, Root: finetune.Root(hashes), Sample: res.Sample}
+				Base: res.Hashes[0], Final: res.Final, Root: finetune.RootOf(res.Hashes), Sample: res.Sample}
 			return output(cmd, o, func(w io.Writer) {
 				fmt.Fprintf(w, "fine-tuned %s in %d steps: %s\n  class: %s\n  base:  %s\n  final: %s\n  root:  %x (over %d checkpoint hashes)\n  sample: %q\n",
-					filepath.Base(model), o.Steps, o.Model, o.Class, o.Base, o.Final, o.Root[:], len(hashes), o.Sample)
+					filepath.Base(model), o.Steps, o.Model, o.Class, o.Base, o.Final, o.Root[:], len(res.Hashes), o.Sample)
 			})
 		},
 	}
