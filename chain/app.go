@@ -19,6 +19,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/session"
@@ -412,6 +413,9 @@ func CheckInvariants(kv store.KV) error {
 		return err
 	}
 	if err := session.Invariant(kv); err != nil {
+		return err
+	}
+	if err := finetune.Invariant(kv); err != nil {
 		return err
 	}
 	return market.StageInvariant(kv)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/session"
@@ -340,6 +341,24 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 	case types.MsgTypeOpenSessionVote:
 		return decode(m.Data, session.DecodeMsgOpenSessionVote, func(msg *session.MsgOpenSessionVote) handler {
 			return sessionHandler(func(k *session.Keeper, from types.Address) error { return k.OpenVote(from, msg) })
+		})
+	case types.MsgTypeRevealFinetune:
+		return decode(m.Data, market.DecodeMsgRevealFinetune, func(msg *market.MsgRevealFinetune) handler {
+			*work = genesis.MsgWork{Matches: msg.Hashes()} // a sha256 priced as a matching comparison
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealFinetune(from, msg) })
+		})
+	case types.MsgTypeOpenCheckpoints:
+		return decode(m.Data, finetune.DecodeMsgOpenCheckpoints, func(msg *finetune.MsgOpenCheckpoints) handler {
+			*work = genesis.MsgWork{Matches: msg.Hashes()}
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.OpenCheckpoints(from, msg) })
+		})
+	case types.MsgTypeSealGameVote:
+		return decode(m.Data, finetune.DecodeMsgSealGameVote, func(msg *finetune.MsgSealGameVote) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.SealGameVote(from, msg) })
+		})
+	case types.MsgTypeOpenGameVote:
+		return decode(m.Data, finetune.DecodeMsgOpenGameVote, func(msg *finetune.MsgOpenGameVote) handler {
+			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.OpenGameVote(from, msg) })
 		})
 	default:
 		return nil, types.ErrUnknownMsg.Wrapf("type %d", m.Type)

@@ -56,48 +56,30 @@ const (
 const (
 	// MinArity and MaxArity bound c, the number of sub-intervals a round
 	// splits the disputed interval into (c = 2 is bisection).
-	MinArity = 2
-	MaxArity = 8
+	MinArity = genesis.FinetuneMinArity
+	MaxArity = genesis.FinetuneMaxArity
 	// MaxMaxSteps bounds params' max_steps: a tree of 2^32 + 1 leaves has
 	// proofs of at most 33 hashes, below MaxProofLen.
-	MaxMaxSteps = 1 << 32
+	MaxMaxSteps = genesis.FinetuneMaxMaxSteps
 	// MaxGamesPerBlock bounds the deadlines one end-block works; the rest
 	// wait for the next block.
 	MaxGamesPerBlock = 16
 )
 
-// Params govern games. The market will carry them in its genesis
-// parameters; until then the keeper takes them in its Context.
-type Params struct {
-	// Arity is c: each round opens c−1 checkpoints per group (2 to 8).
-	Arity uint64 `json:"arity"`
-	// MaxSteps bounds a job's step count N (the tree has N+1 leaves).
-	MaxSteps uint64 `json:"max_steps"`
-	// WindowBlocks is how long a round waits for the groups' openings.
-	WindowBlocks uint64 `json:"window_blocks"`
-	// VerdictBlocks is how long the validators' verdict is awaited once
-	// the game is down to one step.
-	VerdictBlocks uint64 `json:"verdict_blocks"`
-}
+// Params govern games: the chain's params.market.finetune
+// (genesis.FinetuneParams: arity, max_steps, window_blocks,
+// verdict_blocks; the game ignores max_dataset_bytes).
+type Params genesis.FinetuneParams
 
-// DefaultParams: bisection, up to 2^20 steps, 600-block windows and
-// verdicts (5 minutes at 0.5 s blocks; see protocol-threats T15 for the
-// window a block-stuffer must be priced out of).
-func DefaultParams() Params {
-	return Params{Arity: 2, MaxSteps: 1 << 20, WindowBlocks: 600, VerdictBlocks: 600}
-}
+// DefaultParams are genesis.DefaultFinetuneParams.
+func DefaultParams() Params { return Params(genesis.DefaultFinetuneParams()) }
 
 // Validate checks the parameters' ranges.
 func (p Params) Validate() error {
-	switch {
-	case p.Arity < MinArity || p.Arity > MaxArity:
-		return fmt.Errorf("finetune arity %d: want %d to %d", p.Arity, MinArity, MaxArity)
-	case p.MaxSteps < 1 || p.MaxSteps > MaxMaxSteps:
-		return fmt.Errorf("finetune max_steps %d: want 1 to %d", p.MaxSteps, uint64(MaxMaxSteps))
-	case p.WindowBlocks < 1 || p.VerdictBlocks < 1:
-		return fmt.Errorf("finetune window_blocks %d and verdict_blocks %d: want at least 1 each", p.WindowBlocks, p.VerdictBlocks)
+	if p.MaxDatasetBytes == 0 { // the game does not use it
+		p.MaxDatasetBytes = 1
 	}
-	return nil
+	return genesis.FinetuneParams(p).Validate()
 }
 
 // MaxRounds is the most rounds a game over steps steps at arity c plays:

@@ -243,6 +243,65 @@ type MarketParams struct {
 	// close, a session bidder whose open budgets plus the new lane pass it
 	// is not eligible. 0 is no cap.
 	SessionLaneCapBps uint64 `json:"session_lane_cap_bps" rlp:"optional"`
+	// Finetune governs fine-tune jobs and their step-bisection games
+	// (package finetune); absent, the chain takes no fine-tune job.
+	Finetune *FinetuneParams `json:"finetune,omitempty" rlp:"optional"`
+}
+
+// FinetuneParams govern fine-tune jobs (market/finetune.go) and the
+// step-bisection games that decide their disagreements (package finetune).
+type FinetuneParams struct {
+	// Arity is c: each game round opens c−1 checkpoints per group (2 to
+	// 8; 2 is bisection).
+	Arity uint64 `json:"arity"`
+	// MaxSteps bounds a job's step count N (its checkpoint tree has N+1
+	// leaves).
+	MaxSteps uint64 `json:"max_steps"`
+	// WindowBlocks is how long a round waits for the groups' openings.
+	// protocol-threats T15 asks for W·B_fill > f·S: a main chain raises it.
+	WindowBlocks uint64 `json:"window_blocks"`
+	// VerdictBlocks is how long the validators have to fetch the agreed
+	// checkpoint, re-execute the one disputed step and vote.
+	VerdictBlocks uint64 `json:"verdict_blocks"`
+	// MaxDatasetBytes bounds a job's dataset (T12: what providers fetch
+	// and validators check).
+	MaxDatasetBytes uint64 `json:"max_dataset_bytes"`
+}
+
+// Bounds of FinetuneParams.
+const (
+	FinetuneMinArity = 2
+	FinetuneMaxArity = 8
+	// FinetuneMaxMaxSteps: a tree of 2^32 + 1 leaves has proofs of at most
+	// 33 hashes (finetune.MaxProofLen is 40).
+	FinetuneMaxMaxSteps = 1 << 32
+	// FinetuneMaxDatasetBytes is the runtime's own bound on a dataset
+	// (runtime/llm/train.MaxDataBytes).
+	FinetuneMaxDatasetBytes = 16 << 20
+)
+
+// DefaultFinetuneParams: bisection, up to 2^20 steps, 20-block rounds and
+// a 40-block verdict (10 s and 20 s at 0.5 s blocks): sized so that a game
+// over 2^10 steps (10 rounds, 240 blocks) and the job before it fit the
+// default unbonding of 1,200 blocks. A main chain raises windows and
+// unbonding together (T15).
+func DefaultFinetuneParams() FinetuneParams {
+	return FinetuneParams{Arity: 2, MaxSteps: 1 << 20, WindowBlocks: 20, VerdictBlocks: 40, MaxDatasetBytes: 1 << 20}
+}
+
+// Validate checks the ranges.
+func (p FinetuneParams) Validate() error {
+	switch {
+	case p.Arity < FinetuneMinArity || p.Arity > FinetuneMaxArity:
+		return fmt.Errorf("params.market.finetune.arity = %d: want %d..%d", p.Arity, FinetuneMinArity, FinetuneMaxArity)
+	case p.MaxSteps < 1 || p.MaxSteps > FinetuneMaxMaxSteps:
+		return fmt.Errorf("params.market.finetune.max_steps = %d: want 1..%d", p.MaxSteps, uint64(FinetuneMaxMaxSteps))
+	case p.WindowBlocks < 1 || p.VerdictBlocks < 2 || p.WindowBlocks > 1_000_000 || p.VerdictBlocks > 1_000_000:
+		return fmt.Errorf("params.market.finetune: window_blocks %d and verdict_blocks %d: want 1..1000000 and 2..1000000 (the verdict seals in its first half, opens in the second)", p.WindowBlocks, p.VerdictBlocks)
+	case p.MaxDatasetBytes < 1 || p.MaxDatasetBytes > FinetuneMaxDatasetBytes:
+		return fmt.Errorf("params.market.finetune.max_dataset_bytes = %d: want 1..%d", p.MaxDatasetBytes, FinetuneMaxDatasetBytes)
+	}
+	return nil
 }
 
 // MaxSessionReservationBps bounds params.market.session_reservation_bps:
@@ -297,8 +356,11 @@ func DefaultMarketParams() MarketParams {
 		// cheat on at once are at most what one fraud slash takes (S22,
 		// docs/economics.md limit 2).
 		SessionLaneCapBps: 5_000,
+		Finetune:          ptr(DefaultFinetuneParams()),
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // Evidence age defaults for CometBFT's consensus params (genesis.json,
 // consensus_params.evidence): evidence of an equivocation is accepted
@@ -383,6 +445,9 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.session_reservation_bps = %d: want 0..%d (at most half a lane's budget at the longest session)", p.SessionReservationBps, MaxSessionReservationBps)
 	case p.SessionLaneCapBps > 1_000_000:
 		return fmt.Errorf("params.market.session_lane_cap_bps = %d: want 0 (no cap) .. 1000000 (100 × the stake)", p.SessionLaneCapBps)
+	}
+	if p.Finetune != nil {
+		return p.Finetune.Validate()
 	}
 	return nil
 }

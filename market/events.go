@@ -181,6 +181,18 @@ type EventResultRevealed struct {
 
 func (EventResultRevealed) EventType() string { return "result_revealed" }
 
+// EventFinetuneRevealed: a fine-tune slot revealed the root of its
+// checkpoint tree and its final hash (the proofs of leaves 0 and N held).
+type EventFinetuneRevealed struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Root     types.Hash    `event:"root"`
+	Final    types.Hash    `event:"final"`
+}
+
+func (EventFinetuneRevealed) EventType() string { return "finetune_revealed" }
+
 type EventNoShow struct {
 	Job      uint64        `event:"job,index"`
 	Stage    uint16        `event:"stage"`

@@ -170,7 +170,7 @@ func (k *Keeper) RegisterProvider(from types.Address, info *ProviderInfo, update
 		p = &Provider{Registered: k.ctx.Height}
 	}
 	p.PeerID, p.Addrs, p.Attributes, p.Runtimes, p.Models, p.Class = info.PeerID, info.Addrs, info.Attributes, info.Runtimes, info.Models, info.Class
-	p.Moniker = info.Moniker
+	p.Moniker, p.TrainClass = info.Moniker, info.TrainClass
 	k.setProvider(from, p)
 	k.emit(EventProviderRegistered{Provider: from, PeerID: info.PeerID, Update: update})
 	return nil
@@ -245,7 +245,10 @@ func Eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr typ
 	if j.Req.Runtime != "" && !contains(p.Runtimes, j.Req.Runtime) {
 		return types.ErrNotEligible.Wrapf("provider %s does not offer runtime %q", addr, j.Req.Runtime)
 	}
-	if j.Req.Class != "" && p.Class != j.Req.Class {
+	if j.Kind == KindFinetune && p.TrainClass != j.Req.Class {
+		return types.ErrNotEligible.Wrapf("provider %s is in training class %q, fine-tune job %d needs %q", addr, p.TrainClass, j.ID, j.Req.Class)
+	}
+	if j.Kind != KindFinetune && j.Req.Class != "" && p.Class != j.Req.Class {
 		return types.ErrNotEligible.Wrapf("provider %s is in determinism class %q, job %d needs %q", addr, p.Class, j.ID, j.Req.Class)
 	}
 	if miss := MatchAll(j.Req.Attributes, p.Attributes); miss != "" {
@@ -299,6 +302,10 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		life = w.Bid + w.Reveal + m.Session.Blocks + m.Session.Grace
 	case long || life > k.p.MaxJobBlocks:
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: bid + reveal + 2 × (execute + verify) + %d dispute blocks must be at most %d blocks", k.p.DisputeBlocks, k.p.MaxJobBlocks)
+	case m.Kind == KindFinetune:
+		if err := k.checkFinetuneLife(m, life); err != nil {
+			return 0, err
+		}
 	}
 	id := decodeU64(k.kv.Get(NextJobKey()))
 	if id == 0 {
@@ -308,7 +315,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	j := &Job{
 		ID: id, Client: from, Kind: m.Kind, Mode: m.Mode, Model: m.Model, ModelSize: m.ModelSize,
 		Stages: m.Stages, Redundancy: m.Redundancy, MaxPrice: m.MaxPrice, Req: m.Req,
-		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices, Session: m.Session,
+		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices, Session: m.Session, Finetune: m.Finetune,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
 		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int), FeeSpent: new(uint256.Int),
 	}
@@ -866,6 +873,9 @@ func (k *Keeper) awardStage(j *Job, s uint16, a stageAward) {
 // eligible claim. One function, so both paths set the same deadlines.
 func (k *Keeper) start(j *Job) {
 	k.setState(j, JobRunning)
+	if j.Kind == KindFinetune {
+		j.TrainSeed = FinetuneSeed(j.Seal, k.ctx.BlockHash) // T10: fixed now, by nobody's choice
+	}
 	commitBy := k.ctx.Height + j.Windows.Execute
 	revealBy := commitBy + j.Windows.Verify
 	for s := uint16(0); s < j.Stages; s++ {

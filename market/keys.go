@@ -35,6 +35,8 @@ const (
 	prefixByClient byte = 0x26 // 0x26 | client(20) | job(8) -> {}
 	prefixByProv   byte = 0x27 // 0x27 | provider(20) | job(8) -> {}: jobs a provider was assigned
 	prefixSchedule byte = 0x28 // 0x28 | height(8) | job(8) | stage(2) | kind(1) -> {}: deadlines
+	// 0x29 | job(8) | stage(2) | result(32) -> rlp(FinetuneClaim): the root and final hash behind a revealed fine-tune result
+	prefixFinetuneClaim byte = 0x29
 )
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -35,6 +35,9 @@ type ProviderInfo struct {
 	// text, at most MaxMonikerLen printable characters, escaped where
 	// shown. Optional (older records and messages have none).
 	Moniker string `rlp:"optional"`
+	// TrainClass is the provider's training determinism class (empty: it
+	// takes no fine-tune job): a fine-tune job's Req.Class must equal it.
+	TrainClass string `rlp:"optional"`
 }
 
 // Validate checks the bounds and syntax of everything in the record.
@@ -52,6 +55,8 @@ func (p *ProviderInfo) Validate() error {
 		return fmt.Errorf("%d models, at most %d", len(p.Models), MaxModels)
 	case len(p.Class) > MaxClassLen || !types.Printable(p.Class):
 		return fmt.Errorf("determinism class must be at most %d printable characters", MaxClassLen)
+	case len(p.TrainClass) > MaxClassLen || !types.Printable(p.TrainClass):
+		return fmt.Errorf("training class must be at most %d printable characters", MaxClassLen)
 	case len(p.Moniker) > MaxMonikerLen || !types.Printable(p.Moniker):
 		return fmt.Errorf("moniker must be at most %d printable characters", MaxMonikerLen)
 	}
@@ -155,6 +160,8 @@ type MsgPostJob struct {
 	Slices []types.Hash `rlp:"optional"`
 	// Session: see Job.Session (session jobs only).
 	Session *SessionTerms `rlp:"optional"`
+	// Finetune: see Job.Finetune (fine-tune jobs only).
+	Finetune *FinetuneTerms `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -171,10 +178,12 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return types.ErrInvalidMsg.Wrapf("post-job: "+f, a...)
 	}
 	switch {
-	case m.Kind != KindInference && m.Kind != KindPipeline && m.Kind != KindSplit && m.Kind != KindSession:
-		return nil, bad("kind %q: want %s, %s, %s or %s", m.Kind, KindInference, KindPipeline, KindSplit, KindSession)
+	case m.Kind != KindInference && m.Kind != KindPipeline && m.Kind != KindSplit && m.Kind != KindSession && m.Kind != KindFinetune:
+		return nil, bad("kind %q: want %s, %s, %s, %s or %s", m.Kind, KindInference, KindPipeline, KindSplit, KindSession, KindFinetune)
 	case (m.Kind == KindSession) != (m.Session != nil):
 		return nil, bad("session terms go with kind %s, and only with it", KindSession)
+	case (m.Kind == KindFinetune) != (m.Finetune != nil):
+		return nil, bad("fine-tune terms go with kind %s, and only with it", KindFinetune)
 	case m.Mode != ModeAuction && m.Mode != ModePool:
 		return nil, bad("mode %q: want %s or %s", m.Mode, ModeAuction, ModePool)
 	case m.Model == (types.Hash{}):
@@ -223,6 +232,11 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 	}
 	if m.Kind == KindSession {
 		if err := validateSessionPost(&m); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	if m.Kind == KindFinetune {
+		if err := validateFinetunePost(&m); err != nil {
 			return nil, bad("%v", err)
 		}
 	}

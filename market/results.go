@@ -9,6 +9,7 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
@@ -51,6 +52,9 @@ func (k *Keeper) RevealResult(from types.Address, m *verifier.MsgRevealResult) e
 	}
 	if j.Kind == KindSplit {
 		return types.ErrInvalidMsg.Wrapf("job %d is a %s job: reveal its transcript with reveal-transcript (MsgRevealTranscript)", j.ID, j.Kind)
+	}
+	if j.Kind == KindFinetune {
+		return types.ErrInvalidMsg.Wrapf("job %d is a %s job: reveal its checkpoint root with reveal-finetune (MsgRevealFinetune)", j.ID, j.Kind)
 	}
 	t, err := k.ver.Reveal(m.Job, m.Stage, from, m.Result, m.Salt, k.ctx.Height)
 	if err != nil {
@@ -146,6 +150,8 @@ func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) e
 		return err
 	}
 	switch {
+	case j.Kind == KindFinetune:
+		return types.ErrInvalidMsg.Wrapf("job %d is a %s job: its results are checked by the step-bisection games, not by canary answers", j.ID, j.Kind)
 	case len(m.StageHashes) != int(j.Stages):
 		return types.ErrInvalidMsg.Wrapf("job %d has %d stages, the reveal gives %d stage hashes", j.ID, j.Stages, len(m.StageHashes))
 	case verifier.CanarySeal(from, m.StageHashes) != j.Seal:
@@ -460,6 +466,10 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 	case 1:
 		k.confirm(j, stage, t, results[0])
 	default:
+		if j.Kind == KindFinetune {
+			k.openGames(j, stage, t, results)
+			return
+		}
 		k.openVote(j, stage, t, verifier.TaskDisputed, results)
 	}
 }
@@ -799,6 +809,7 @@ func (k *Keeper) EndBlock() {
 			}
 		}
 	}
+	k.gamesEndBlock()
 }
 
 // ---- invariants ----
@@ -900,6 +911,15 @@ func StageInvariant(r store.KV) error {
 				}
 				filled++
 				continue
+			}
+			if ok {
+				_, games := finetune.GetBracket(r, j.ID, s)
+				switch {
+				case t.Status == verifier.TaskGame && (j.Kind != KindFinetune || !games):
+					return fail(s, "in games, yet it is no fine-tune task with a bracket")
+				case games && j.Kind != KindFinetune:
+					return fail(s, "a bracket of fine-tune games on a %s job", j.Kind)
+				}
 			}
 			if ok && t.Status == verifier.TaskExecuting {
 				executing++

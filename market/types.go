@@ -28,6 +28,8 @@ type Provider struct {
 	Registered  uint64
 	// Moniker is the provider's display name (ProviderInfo.Moniker).
 	Moniker string `rlp:"optional"`
+	// TrainClass is the training determinism class (ProviderInfo.TrainClass).
+	TrainClass string `rlp:"optional"`
 }
 
 // JobState is where a job is.
@@ -75,6 +77,7 @@ const (
 	// each for SessionTerms.Blocks blocks; requests are paid by vouchers
 	// off chain (session.go, package session).
 	KindSession = "session"
+	// KindFinetune: see finetune.go.
 	ModeAuction = "auction"
 	ModePool    = "pool"
 )
@@ -167,6 +170,11 @@ type Job struct {
 	Filled uint16 `rlp:"optional"`
 	// Session holds a session lease's terms (session jobs only).
 	Session *SessionTerms `rlp:"optional"`
+	// Finetune holds a fine-tune job's terms (fine-tune jobs only).
+	Finetune *FinetuneTerms `rlp:"optional"`
+	// TrainSeed is a fine-tune job's data-order seed, set at the award
+	// (FinetuneSeed).
+	TrainSeed uint64 `rlp:"optional"`
 }
 
 // feeSpent is FeeSpent, zero when absent.

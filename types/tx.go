@@ -184,6 +184,8 @@ const (
 	MsgTypeOpenCheckpoints MsgType = 30
 	MsgTypeSealGameVote    MsgType = 31
 	MsgTypeOpenGameVote    MsgType = 32
+	// Fine-tune results (market).
+	MsgTypeRevealFinetune MsgType = 33
 )
 
 // AddressLength is the length of an address in bytes.

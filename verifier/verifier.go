@@ -156,6 +156,9 @@ const (
 	// TaskInputCheck: a provider reported that it could not get or use the
 	// input; validators fetch it and vote InputAvailable or InputBad.
 	TaskInputCheck TaskStatus = 6
+	// TaskGame: the revealed results of a fine-tune task differ; the
+	// step-bisection games of package finetune decide who is paid.
+	TaskGame TaskStatus = 7
 )
 
 // Voting reports whether validators vote on the task (a dispute or an
@@ -176,6 +179,8 @@ func (s TaskStatus) String() string {
 		return "confirming"
 	case TaskInputCheck:
 		return "input_check"
+	case TaskGame:
+		return "game"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
