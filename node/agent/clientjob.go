@@ -14,6 +14,7 @@ import (
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -39,6 +40,8 @@ type Client struct {
 	// the first one).
 	splitMu  sync.Mutex
 	splitSrv *split.Server
+	// ftMu guards the record of fine-tuned model hashes (finetune_client.go).
+	ftMu sync.Mutex
 }
 
 // NewClient wires a client. host must use key as its identity; access
@@ -383,6 +386,50 @@ func reportEvent(ev abci.Event, id uint64, stages bool, progress Progress) {
 		var e market.EventDisputeVoted
 		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
 			progress("%svalidator %s checked the work and voted for %x (power %d)", at(e.Stage), e.Validator.Hex(), e.Result[:8], e.Power)
+		}
+	case market.EventFinetuneRevealed{}.EventType():
+		var e market.EventFinetuneRevealed
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%s revealed checkpoint root %x, final model hash %x", at(e.Stage), e.Provider.Hex(), e.Root[:8], e.Final[:8])
+		}
+	case finetune.EventGameOpened{}.EventType():
+		var e finetune.EventGameOpened
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sthe fine-tuned models differ: step-bisection game %d opened over %d steps between %d checkpoint trees; first openings due by %d",
+				at(e.Stage), e.Match, e.Steps, len(e.Roots), e.Deadline)
+		}
+	case finetune.EventGameNarrowed{}.EventType():
+		var e finetune.EventGameNarrowed
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sgame %d round %d: the trees first differ between steps %d and %d; next openings due by %d", at(e.Stage), e.Match, e.Round, e.Lo, e.Hi, e.Deadline)
+		}
+	case finetune.EventGameTimeout{}.EventType():
+		var e finetune.EventGameTimeout
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sgame %d round %d: %d checkpoint tree(s) did not open in time and lose", at(e.Stage), e.Match, e.Round, len(e.Silent))
+		}
+	case finetune.EventGameEnded{}.EventType():
+		var e finetune.EventGameEnded
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%sgame %d narrowed to step %d in %d rounds: validators re-execute that one step, verdict by %d", at(e.Stage), e.Match, e.Step, e.Rounds, e.Deadline)
+		}
+	case finetune.EventGameDecided{}.EventType():
+		var e finetune.EventGameDecided
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			losers := "none"
+			if len(e.Losers) > 0 {
+				losers = strings.Join(e.Losers, ", ")
+			}
+			progress("%sgame %d decided (%s): lost by %s", at(e.Stage), e.Match, e.Outcome, losers)
+		}
+	case finetune.EventBracketDone{}.EventType():
+		var e finetune.EventBracketDone
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			if e.ClassFailure {
+				progress("%sthe validators could not agree on the disputed step (class failure): nobody is paid for the model, the job is refunded", at(e.Stage))
+			} else {
+				progress("%sthe games are over after %d round(s): %d checkpoint tree(s) survive", at(e.Stage), e.Rounds, len(e.Survivors))
+			}
 		}
 	case market.EventSlashed{}.EventType():
 		var e market.EventSlashed
