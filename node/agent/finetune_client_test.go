@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -398,5 +399,52 @@ func TestPaidFinal(t *testing.T) {
 		if _, _, err := PaidFinal(c.v); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// On a real chain: the post RunFinetune plans is accepted with the chain's
+// own checks (the life and games bound included), the job on chain
+// carries the planned terms, the base model and the dataset are kept in
+// the client's store, and a job no training provider bids on expires with
+// the refund and the error that says why; nothing is written.
+func TestRunFinetunePostsAndExpires(t *testing.T) {
+	n := newTestNet(t)
+	cl := n.client()
+	j := ftJob(t)
+	j.OutDir = t.TempDir()
+	j.Windows = market.Windows{Bid: 2, Reveal: 2}
+	var posted uint64
+	j.OnPosted = func(id uint64, _ int64) { posted = id }
+	var lines []string
+	res, err := cl.RunFinetune(n.ctx, j, func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }, nil)
+	if err == nil || !strings.Contains(err.Error(), "expired") || res == nil || res.Outcome != "expired" || res.Refunded == nil || res.Refunded.IsZero() {
+		t.Fatalf("result %+v, err %v; want an expiry with a refund", res, err)
+	}
+	t.Log(strings.Join(lines, "\n"))
+	if posted == 0 || res.Job != posted || res.Plan.Steps == 0 {
+		t.Fatalf("posted %d, result %+v", posted, res)
+	}
+	jv, err := n.c.Job(n.ctx, posted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := genesis.DefaultParams()
+	want, err := PlanFinetune(j, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jv.Kind != market.KindFinetune || jv.Finetune == nil || *jv.Finetune != *want.Msg.Finetune || jv.Input != want.Data || jv.Model != want.Base ||
+		jv.Req.Runtime != FinetuneRuntime || jv.Req.Class != train.BuildClass() || jv.Windows.Execute != want.Msg.Windows.Execute {
+		t.Fatalf("job on chain %+v (terms %+v), planned %+v (terms %+v)", jv.Job, jv.Finetune, want.Msg, want.Msg.Finetune)
+	}
+	if !cl.Store.Has(want.Base) || !cl.Store.Has(want.Data) {
+		t.Fatal("the base model or the dataset is not in the client's store")
+	}
+	if ents, _ := os.ReadDir(j.OutDir); len(ents) != 0 {
+		t.Fatalf("an expired job wrote %v", ents)
+	}
+	// Nothing was paid for: there is no model to fetch.
+	if _, err := cl.FetchFinetuneModel(n.ctx, posted, filepath.Join(j.OutDir, "m.gguf")); err == nil || !strings.Contains(err.Error(), "not settled") {
+		t.Fatalf("fetch from an expired job: %v", err)
 	}
 }
