@@ -350,7 +350,7 @@ func newJobCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Run jobs on the market and read their results"}
 	run := &cobra.Command{
 		Use:   "run",
-		Short: "Post an LLM or encrypted pipeline job, serve its input to the winners, wait for the verified result",
+		Short: "Post an LLM, encrypted pipeline or fine-tune job, serve its input to the winners, wait for the verified result",
 		Long: `Post a job from --from's account and follow it to the end: the sealed-bid
 auction, the award, the input served over libp2p to the winning providers
 only, the result hashes committed and revealed on chain, the verification
@@ -372,25 +372,40 @@ writes one) and --input a JSON array of numbers, which is encrypted here
 under your CKKS key (created under HOME/he on first use, or --he-keys DIR),
 or a ciphertext file from ogpu he encrypt. Each stage runs on --redundancy
 providers, each streaming its output ciphertext to the next stage's provider;
-only the decrypted result, computed here, is ever in the clear.`,
+only the decrypted result, computed here, is ever in the clear.
+
+--kind finetune: --model is the base GGUF file (F32, its output matrix not
+tied to the embeddings; providers must serve that model) and --data a UTF-8
+text file. The job is planned here first (the base model's tokenizer counts
+the steps; bad input is refused before anything is posted), then posted with
+--epochs, --lr-micro, --ctx (tokens per datapoint, a multiple of 32; default
+64), --stride and --validation. The dataset is served to the winners only.
+Training progress is streamed from the first winner (a bar, and the loss of
+each epoch); once the chain paid for a model, it is fetched from the paid
+providers, checked (its trained tensors must hash to the final hash the
+chain settled, every other byte must be the base model's) and written to
+--out/finetune-JOB.gguf. Only the LM head is trained (llama.cpp #24305).
+The execute window is sized from the step count unless --execute-blocks is
+given.`,
 		Args: cobra.NoArgs,
 		RunE: runJobRun,
 	}
 	f := run.Flags()
 	f.String("model", "", "model: sha256 hash, or a GGUF file (its sha256 is computed); default: the model most providers serve")
-	f.String("kind", "inference", "inference (an LLM generation) or pipeline (encrypted CKKS stages)")
+	f.String("kind", "inference", "inference (an LLM generation), pipeline (encrypted CKKS stages) or finetune (train a model's head on --data)")
 	f.String("prompt", "", "inference: the prompt")
 	f.String("input", "", "pipeline: a JSON array of numbers or a file with one (encrypted here), or a ciphertext file")
 	f.String("he-keys", "", "pipeline: directory with secret.key and eval.keys (default HOME/he/PRESET-wWIDTH, created if missing)")
 	f.Uint64("max-tokens", 64, "tokens to generate at most")
 	f.Int("stages", 0, "inference: split the model into K stages (1: whole; 0: plan from the providers' memory; needs --model FILE)")
 	f.String("at", "", "inference with --stages: cut points, the first layer of every stage after the first, e.g. 2,4")
-	f.Int("ctx", llm.DefaultContextSize, "split inference: the providers' context size (frame bound)")
+	f.Int("ctx", llm.DefaultContextSize, "split inference: the providers' context size (frame bound); finetune: tokens per datapoint, a multiple of 32 (default 64)")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
 	f.String("max-price", "5ogpu", "price cap per provider (pipeline: per stage replica)")
 	f.Bool("pool", false, "inference: post a pool job: --max-price is the fixed reward per provider, provider agents claim it and the --redundancy-th claim awards it at once (claims until bid + reveal blocks)")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
-	f.String("class", "", "determinism class the providers must be in")
+	f.String("class", "", "determinism class the providers must be in (finetune: the training class, default this build's)")
+	addFinetuneFlags(f)
 	f.Uint64("bid-blocks", 5, "blocks of sealed bidding")
 	f.Uint64("reveal-blocks", 5, "blocks of bid reveals")
 	f.Uint64("execute-blocks", 40, "blocks from the award to the last result commitment")
@@ -402,7 +417,7 @@ only the decrypted result, computed here, is ever in the clear.`,
 
 	result := &cobra.Command{
 		Use:   "result JOB",
-		Short: "Fetch the verified output of a settled job from the providers that produced it (pipeline: and decrypt it)",
+		Short: "Fetch the verified output of a settled job from the providers that produced it (pipeline: and decrypt it; finetune: the verified model to --out)",
 		Args:  cobra.ExactArgs(1),
 		RunE:  runJobResult,
 	}
@@ -410,6 +425,7 @@ only the decrypted result, computed here, is ever in the clear.`,
 	result.Flags().Duration("timeout", time.Minute, "give up after this long")
 	result.Flags().String("he-keys", "", "pipeline: directory with the secret key (default HOME/he/PRESET-wWIDTH)")
 	result.Flags().String("save", "", "pipeline: also write the output ciphertext to this file")
+	result.Flags().String("out", "", "finetune: where to write the verified model (default finetune-JOB.gguf)")
 	addP2PFlags(result, []string{"/ip4/0.0.0.0/tcp/0"})
 	_ = result.MarkFlagRequired("from")
 	cmd.AddCommand(run, result)
@@ -472,9 +488,11 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 			return errors.New("--pool: pool jobs run here are inference jobs (post a pipeline pool job with ogpu tx job post --mode pool)")
 		}
 		return runPipelineJob(ctx, cmd)
+	case market.KindFinetune:
+		return runFinetuneJob(ctx, cmd)
 	case market.KindInference:
 	default:
-		return fmt.Errorf("--kind %q: use inference or pipeline", kind)
+		return fmt.Errorf("--kind %q: use inference, pipeline or finetune", kind)
 	}
 	if p, _ := f.GetString("prompt"); p == "" {
 		return errors.New("--prompt is required for an inference job")
@@ -589,8 +607,11 @@ func runJobResult(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if j.Kind == market.KindPipeline {
+	switch j.Kind {
+	case market.KindPipeline:
 		return pipelineResult(ctx, cmd, cl, id)
+	case market.KindFinetune:
+		return finetuneResult(ctx, cmd, cl, id)
 	}
 	text, err := cl.FetchText(ctx, id)
 	if err != nil {

@@ -373,7 +373,7 @@ func TestPipelineJobRunRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := []string{"job", "run", "--kind", "pipeline", "--from", "alice", "--node", "http://127.0.0.1:1"}
-	heFails(t, home, "use inference or pipeline", "job", "run", "--kind", "batch", "--from", "alice")
+	heFails(t, home, "use inference, pipeline or finetune", "job", "run", "--kind", "batch", "--from", "alice")
 	heFails(t, home, "needs --model", append(run, "--input", "[1]")...)
 	heFails(t, home, "--input has 3 values, model ogpu-example-classifier takes 8", append(run, "--model", model, "--input", "[1,2,3]")...)
 	heFails(t, home, "not a JSON array of numbers", append(run, "--model", model, "--input", "[1,")...)

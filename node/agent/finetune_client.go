@@ -234,12 +234,9 @@ func PlanFinetune(j FinetuneJob, p *genesis.Params) (*FinetunePlan, error) {
 	case j.MaxPrice == nil || j.MaxPrice.IsZero():
 		return nil, errors.New("cannot post the fine-tune job: give a positive price cap per provider")
 	}
-	if err := train.CheckModel(j.Base, j.Trainable); err != nil {
-		return nil, fmt.Errorf("cannot post the fine-tune job: %w", err)
-	}
-	pl, err := train.PlanJob(tp)
+	pl, err := CheckFinetune(j)
 	if err != nil {
-		return nil, fmt.Errorf("cannot post the fine-tune job: %w", err)
+		return nil, err
 	}
 	if uint64(pl.Steps) > mp.Finetune.MaxSteps {
 		return nil, fmt.Errorf("cannot post the fine-tune job: %d steps, the chain takes at most %d (params.market.finetune.max_steps): fewer epochs, a larger stride or less data", pl.Steps, mp.Finetune.MaxSteps)
@@ -276,6 +273,26 @@ func PlanFinetune(j FinetuneJob, p *genesis.Params) (*FinetunePlan, error) {
 		return nil, fmt.Errorf("cannot post the fine-tune job: %w", err)
 	}
 	return &FinetunePlan{Msg: msg, Plan: pl, Data: data, Base: base}, nil
+}
+
+// CheckFinetune is the part of PlanFinetune that needs no chain: the
+// runtime's checks of j (defaults applied) and its step count with the
+// base model's tokenizer. A command calls it before it dials a node, so
+// that bad input fails at once.
+func CheckFinetune(j FinetuneJob) (train.Plan, error) {
+	j = j.withDefaults()
+	tp := j.params()
+	if err := tp.Validate(); err != nil {
+		return train.Plan{}, fmt.Errorf("cannot post the fine-tune job: %w", err)
+	}
+	if err := train.CheckModel(j.Base, j.Trainable); err != nil {
+		return train.Plan{}, fmt.Errorf("cannot post the fine-tune job: %w", err)
+	}
+	pl, err := train.PlanJob(tp)
+	if err != nil {
+		return train.Plan{}, fmt.Errorf("cannot post the fine-tune job: %w", err)
+	}
+	return pl, nil
 }
 
 func (j FinetuneJob) withDefaults() FinetuneJob {
