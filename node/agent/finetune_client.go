@@ -661,6 +661,25 @@ func (c *Client) FetchFinetuneModel(ctx context.Context, id uint64, out string) 
 	}
 	known := c.knownModels(id)
 	var errs []error
+	// A model a paid provider announced and this store already holds (a
+	// run fetched it) needs no network.
+	for _, prov := range paid {
+		h, ok := known[prov]
+		if !ok || !c.Store.Has(h) {
+			continue
+		}
+		path, err := c.Store.Path(h)
+		if err == nil {
+			err = VerifyFinetuneModel(base, path, final, out)
+		}
+		if err == nil {
+			return &FetchedModel{Job: id, Path: out, Hash: h, Final: final, From: prov}, nil
+		}
+		errs = append(errs, fmt.Errorf("provider %s: %w", prov.Hex(), err))
+		if errors.Is(err, ErrModelRefused) {
+			_ = c.Store.Delete(h)
+		}
+	}
 	for _, prov := range paid {
 		pid, err := connectProvider(ctx, c.Host, c.Chain, prov)
 		if err != nil {
@@ -683,14 +702,15 @@ func (c *Client) FetchFinetuneModel(ctx context.Context, id uint64, out string) 
 			}
 		}
 		for _, h := range hashes {
-			if !c.Store.Has(h) {
-				fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				_, err := c.Host.Fetch(fctx, h, p2p.FetchOptions{Peers: []peer.ID{pid}, MaxSize: int64(j.ModelSize)})
-				cancel()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("provider %s: fetch model %x: %w", prov.Hex(), h[:8], err))
-					continue
-				}
+			if c.Store.Has(h) {
+				continue // tried above, or not this provider's to vouch for
+			}
+			fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			_, err := c.Host.Fetch(fctx, h, p2p.FetchOptions{Peers: []peer.ID{pid}, MaxSize: int64(j.ModelSize)})
+			cancel()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("provider %s: fetch model %x: %w", prov.Hex(), h[:8], err))
+				continue
 			}
 			path, err := c.Store.Path(h)
 			if err != nil {
