@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +147,35 @@ func TestJobRunFinetuneOnChain(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
 		t.Fatalf("wrote %v", ents)
+	}
+}
+
+// The client's model check accepts what the runtime really writes: a
+// model fine-tuned by the training worker (`ogpu model finetune`, what a
+// provider runs) passes VerifyFinetuneModel against its final hash, byte
+// for byte the base with the trained head, and is refused against the
+// base's hash.
+func TestRealFinetunedModelVerifies(t *testing.T) {
+	model, data, _ := ftFiles(t)
+	dir := t.TempDir()
+	out, err := runCLI(t, "model", "finetune", "--model", model, "--data", data, "--epochs", "1", "--out", filepath.Join(dir, "run"), "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var o FinetuneOutput
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&o); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dst := filepath.Join(dir, "verified.gguf")
+	if err := agent.VerifyFinetuneModel(model, o.Model, types.Hash(o.Base), dst); !errors.Is(err, agent.ErrModelRefused) {
+		t.Fatalf("checked against the base's hash: %v", err)
+	}
+	if err := agent.VerifyFinetuneModel(model, o.Model, types.Hash(o.Final), dst); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(o.Model)
+	b, _ := os.ReadFile(dst)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatal("the verified model is not the worker's file")
 	}
 }
