@@ -542,7 +542,7 @@ func (c *Client) followFinetune(ctx context.Context, id uint64, from int64, j Fi
 				path := filepath.Join(j.OutDir, fmt.Sprintf("finetune-%d.gguf", id))
 				m, err := c.FetchFinetuneModel(ctx, id, path)
 				if err != nil {
-					return err
+					return fmt.Errorf("job %d settled (%s) but its model is not fetched yet: %w (retry with ogpu job result %d --out FILE)", id, out.Outcome, err, id)
 				}
 				out.Final, out.Model, out.ModelHash, out.From = m.Final, m.Path, m.Hash, m.From
 				return nil
