@@ -448,3 +448,42 @@ func TestRunFinetunePostsAndExpires(t *testing.T) {
 		t.Fatalf("fetch from an expired job: %v", err)
 	}
 }
+
+// The client tells its user about a fine-tune job's reveals and games, and
+// only about its own job's.
+func TestReportFinetuneEvents(t *testing.T) {
+	a, b := types.Address{1}, types.Address{2}
+	evs := []types.Event{
+		market.EventFinetuneRevealed{Job: 7, Provider: a, Root: types.Hash{0xaa}, Final: types.Hash{0xbb}},
+		finetune.EventGameOpened{Job: 7, Steps: 40, Roots: []string{"r1", "r2"}, Deadline: 30},
+		finetune.EventGameNarrowed{Job: 7, Round: 1, Lo: 20, Hi: 40, Deadline: 50},
+		finetune.EventGameTimeout{Job: 7, Round: 2, Silent: []string{"r2"}},
+		finetune.EventGameEnded{Job: 7, Step: 23, Rounds: 5, Deadline: 90},
+		finetune.EventGameDecided{Job: 7, Outcome: "verdict", Losers: []string{b.Hex()}},
+		finetune.EventBracketDone{Job: 7, Rounds: 1, Survivors: []string{"r1"}},
+		finetune.EventBracketDone{Job: 7, ClassFailure: true},
+		finetune.EventGameOpened{Job: 8, Steps: 40, Roots: []string{"r1", "r2"}}, // another job
+	}
+	var lines []string
+	for _, e := range evs {
+		reportEvent(types.EncodeEvent(e), 7, false, func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) })
+	}
+	want := []string{
+		"revealed checkpoint root aa00000000000000, final model hash bb00000000000000",
+		"step-bisection game 0 opened over 40 steps between 2 checkpoint trees; first openings due by 30",
+		"first differ between steps 20 and 40",
+		"1 checkpoint tree(s) did not open in time and lose",
+		"narrowed to step 23 in 5 rounds: validators re-execute that one step",
+		"decided (verdict): lost by " + b.Hex(),
+		"1 checkpoint tree(s) survive",
+		"class failure",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d %q does not say %q", i, lines[i], w)
+		}
+	}
+}
