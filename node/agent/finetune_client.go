@@ -338,6 +338,17 @@ func FinetuneEpochLine(e, n int, loss, val float64) string {
 // FinetuneStepLine is the progress line after step s of n.
 func FinetuneStepLine(s, n int) string { return fmt.Sprintf("step %d/%d", s, n) }
 
+// MaxFinetuneStepLines bounds the step lines a provider streams in a run.
+const MaxFinetuneStepLines = 100
+
+// FinetuneStepReported says whether the provider streams a step line
+// after step s of n: every ⌈n/100⌉-th step and the last, at most
+// MaxFinetuneStepLines (+1) lines.
+func FinetuneStepReported(s, n int) bool {
+	every := max(1, (n+MaxFinetuneStepLines-1)/MaxFinetuneStepLines)
+	return s == n || s%every == 0
+}
+
 // FinetuneProgress is a parsed progress line: an epoch's end (Epoch > 0)
 // or a step (Step > 0).
 type FinetuneProgress struct {

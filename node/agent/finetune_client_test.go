@@ -245,6 +245,17 @@ func TestParseFinetuneProgress(t *testing.T) {
 	if !ok || pr.Step != 17 || pr.Steps != 351 || pr.Epoch != 0 {
 		t.Fatalf("step line: %+v %v", pr, ok)
 	}
+	for _, n := range []int{1, 40, 100, 351, 100000} {
+		lines := 0
+		for s := 1; s <= n; s++ {
+			if FinetuneStepReported(s, n) {
+				lines++
+			}
+		}
+		if lines > MaxFinetuneStepLines+1 || lines < min(n, MaxFinetuneStepLines/2) || !FinetuneStepReported(n, n) {
+			t.Errorf("%d steps: %d step lines", n, lines)
+		}
+	}
 	for _, s := range []string{"", "hello", "step 0/3", "step 4/3", "step x/3", "step 1/3 more", "epoch 1/2 loss a val 1",
 		"epoch 1/2 loss 1 val +Inf", "epoch 1/2 loss 1 lav 1", "step 1/" + strings.Repeat("9", 300)} {
 		if pr, ok := ParseFinetuneProgress(s); ok {
