@@ -29,7 +29,7 @@ import (
 
 // AppVersion is the version of the state machine's rules, reported to
 // CometBFT. Any change that can change an app hash bumps it.
-const AppVersion uint64 = 4
+const AppVersion uint64 = 5
 
 // Version is the software version.
 const Version = "0.1.0"

@@ -154,17 +154,16 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 //
-// Last changed by issue 14 (session disputes, AppVersion 4): the script
-// moves no job or session; what changed is the params record (key 0x00
-// 0x01): the market params session_dispute_bond, session_reservation_bps
-// and session_lane_cap_bps.
+// Last changed by issue 16 (fine-tune jobs, AppVersion 5): the script
+// moves no job; what changed is the params record (key 0x00 0x01): the
+// market params' finetune section.
 var goldenHashes = []string{
-	"24703a6a276e667c8f417b4e4eeb4b4c5226ac9d93a392991393f8ed2cad7787",
-	"40fe7755bc3313a82fb8afece3096381737a887e386f2edb59cb35e637dfd024",
-	"4aa3b35705942f10e0c3712bc10ce2b070b95b30b0376f72ef55381cf3ebe7c9",
-	"acaee57d6e960f01837118ee645f57407bb2dcac10f5438f89c9672406c4adda",
-	"83c2d7e4bdf3037f59a289fc9622e5e5f2e81897d5da0978597ef01bcd24dc57",
-	"a3e99d364642761aaa19463a108afd5e4f834f96e6fa9ede267b81c57560599f",
+	"01945e75592ea3d96a65b3f051880530e89ab9286ff9802edc4d98d2fdcc8d61",
+	"de568f6a62f46e14cca2b606f1185913cf73af8bae46d807250b4d22637d6363",
+	"92223af66ed23dbc8f0780a8538833f9646f0ffc8d39ace7e2950c5c942e56bb",
+	"7dbc008e13538649a4db2fa03b84905f8a32746b9880cd615c16ee22f34cab5f",
+	"4546d95e51276de482495e847dd4384c6c489e462ad937888fe06463b758803a",
+	"521a32503bf8a032ab49da3139ac34be734010737a0a697e38d71dc3762377c0",
 }
 
 func runScript(t testing.TB) []string {

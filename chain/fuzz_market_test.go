@@ -393,7 +393,7 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Answer: result, Salt: sl, StageHashes: hashes}).Raw(), nil
 	default: // fmOpRaw: any type, any payload
 		// 1 .. one past the last message type (unknown)
-		typ := 1 + types.MsgType(s.r.next())%(types.MsgTypeOpenSessionVote+1)
+		typ := 1 + types.MsgType(s.r.next())%(types.MsgTypeRevealFinetune+1)
 		data := make([]byte, int(s.r.next())%96)
 		for i := range data {
 			data[i] = s.r.next()
@@ -774,10 +774,10 @@ func fmSeeds() []fmNamedSeed {
 	add(s)
 
 	name = "raw"
-	// Raw messages: an unknown type (one past MsgTypeOpenSessionVote), a
+	// Raw messages: an unknown type (one past MsgTypeRevealFinetune), a
 	// truncated payload, garbage.
 	s = &fmSeed{}
-	s.tx(fmOpRaw, fmBob, 29, 3, 0xc1, 0x80, 0x00).tx(fmOpRaw, fmBob, 8, 2, 0xc0, 0x00).tx(fmOpRaw, fmAlice, 0, 5, 0xc4, 0x94, 1, 2, 3)
+	s.tx(fmOpRaw, fmBob, 33, 3, 0xc1, 0x80, 0x00).tx(fmOpRaw, fmBob, 8, 2, 0xc0, 0x00).tx(fmOpRaw, fmAlice, 0, 5, 0xc4, 0x94, 1, 2, 3)
 	s.tx(fmOpRaw, fmCarol, 5, 0).advance(1)
 	add(s)
 	return seeds

@@ -9,6 +9,7 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/session"
@@ -53,6 +54,9 @@ type TaskView struct {
 	Slots           []SlotView      `json:"slots"`
 	Backups         []types.Address `json:"backups"`
 	Votes           []VoteView      `json:"votes,omitempty"`
+	// Games are a fine-tune task's step-bisection games (its bracket's
+	// matches), once its results differed.
+	Games []*finetune.Game `json:"games,omitempty"`
 }
 
 // SlotView is an assigned replica.
@@ -79,6 +83,10 @@ type SlotView struct {
 	// oldest first, each replaced on the client's order (see the
 	// split_stage_replaced event).
 	Replaced []types.Address `json:"replaced,omitempty"`
+	// Fine-tune jobs: the revealed checkpoint root and final hash (the
+	// trained tensors' hash after the last step).
+	Root  *types.Hash `json:"root,omitempty"`
+	Final *types.Hash `json:"final,omitempty"`
 }
 
 // VoteView is a validator's dispute vote.
@@ -255,6 +263,9 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 				res := sl.Result
 				sv.Result = &res
 			}
+			if c, ok := market.GetFinetuneClaim(r, j.ID, s, sl.Result); ok && sl.Revealed && j.Kind == market.KindFinetune {
+				sv.Root, sv.Final = &c.Root, &c.Final
+			}
 			if j.Kind == market.KindSplit {
 				c := uint16(len(tv.Slots))
 				sv.Chain, sv.Steps, sv.Proven, sv.Settled, sv.Replaced = &c, sl.Steps, sl.Proven, sl.Settled, sl.Replaced
@@ -264,6 +275,9 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 				}
 			}
 			tv.Slots = append(tv.Slots, sv)
+		}
+		if j.Kind == market.KindFinetune {
+			tv.Games = finetune.Games(r, j.ID, s)
 		}
 		for _, vote := range vk.Votes(j.ID, s) {
 			var p int64

@@ -159,9 +159,9 @@ type MsgPostJob struct {
 	// Slices: see Job.Slices (split jobs only, one per stage).
 	Slices []types.Hash `rlp:"optional"`
 	// Session: see Job.Session (session jobs only).
-	Session *SessionTerms `rlp:"optional"`
+	Session *SessionTerms `rlp:"nil,optional"`
 	// Finetune: see Job.Finetune (fine-tune jobs only).
-	Finetune *FinetuneTerms `rlp:"optional"`
+	Finetune *FinetuneTerms `rlp:"nil,optional"`
 }
 
 // Raw encodes the message.

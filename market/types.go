@@ -169,9 +169,9 @@ type Job struct {
 	// stages), so theirs stays 0.
 	Filled uint16 `rlp:"optional"`
 	// Session holds a session lease's terms (session jobs only).
-	Session *SessionTerms `rlp:"optional"`
+	Session *SessionTerms `rlp:"nil,optional"`
 	// Finetune holds a fine-tune job's terms (fine-tune jobs only).
-	Finetune *FinetuneTerms `rlp:"optional"`
+	Finetune *FinetuneTerms `rlp:"nil,optional"`
 	// TrainSeed is a fine-tune job's data-order seed, set at the award
 	// (FinetuneSeed).
 	TrainSeed uint64 `rlp:"optional"`

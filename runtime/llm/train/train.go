@@ -236,6 +236,18 @@ func (p Params) Class() string {
 		p.NCtx, p.Stride, p.Validation, DataOrder, p.Seed, StepScheme)
 }
 
+// BuildClass is the training determinism class of this build, without a
+// job's hyper-parameters (they are in the job's terms): llama.cpp build
+// and backend, this runtime's version, the optimizer's constants, the
+// data order and the step scheme. A provider publishes it
+// (ProviderInfo.TrainClass) and a fine-tune job requires it
+// (Requirements.Class): replicas and validators of one class produce
+// bit-identical checkpoints.
+func BuildClass() string {
+	return fmt.Sprintf("%s/%s/%s/adamw-step1(b1=%g,b2=%g,eps=%g,wd=0)/order=%s/%s",
+		llm.Version, llm.Backend(), Version, adamBeta1, adamBeta2, adamEps, DataOrder, StepScheme)
+}
+
 // Datapoints is the number of datapoints in T tokens at n_ctx and stride.
 func Datapoints(tokens, nCtx, stride int) int {
 	if tokens < nCtx+1 || stride < 1 {
