@@ -8,9 +8,9 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/market"
-	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/types"
