@@ -14,6 +14,7 @@ import (
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // ziggyText is a short text with a distinctive phrase.
@@ -192,4 +193,61 @@ func TestFinetuneLiarCaughtByBisection(t *testing.T) {
 		t.Fatalf("the liar is not tombstoned: %+v", pv.Provider)
 	}
 	n.supplyIsCap()
+}
+
+// TestFinetuneBadDatasetSlashesNobody: a client whose dataset is larger
+// than it declares, or is not UTF-8 text, gets no training: the providers
+// report the input, the validator finds it bad, the task settles
+// bad_input (the providers are paid their reservation by the client) and
+// nobody is slashed (T11).
+func TestFinetuneBadDatasetSlashesNobody(t *testing.T) {
+	n := newTestNet(t)
+	p1 := n.finetuneProvider("prov1", 0)
+	p2 := n.finetuneProvider("prov2", 0)
+	c := n.client()
+	good := ziggyText(3)
+	post := func(data []byte, declared uint64) uint64 {
+		in, err := c.Store.Put(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h0, err := train.HashCheckpoint(n.modelPath, train.SetHead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(n.modelPath)
+		msg := &market.MsgPostJob{Kind: market.KindFinetune, Mode: market.ModeAuction, Model: n.model, ModelSize: uint64(st.Size()),
+			Stages: 1, Redundancy: 2, MaxPrice: types.OGPU(5), Input: in,
+			Finetune: &market.FinetuneTerms{Base: types.Hash(h0), DatasetSize: declared, Epochs: 2, LRMicro: 3000, Ctx: 64, Stride: 16, Steps: 24, Trainable: train.SetHead},
+			Req:      market.Requirements{MinStake: types.OGPU(100), Class: train.BuildClass()},
+			Windows:  market.Windows{Bid: 4, Reveal: 3, Execute: 60, Verify: 15}}
+		_, posted, err := c.postJob(n.ctx, msg, RuntimeTrain, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return posted.Job
+	}
+	larger := post(good, uint64(len(good))-1)
+	binary := append([]byte{0xff, 0xfe}, good[2:]...)
+	notText := post(binary, uint64(len(binary)))
+	go func() {
+		for _, a := range []types.Address{p1.agent.Address(), p2.agent.Address()} {
+			_, _ = connectProvider(n.ctx, c.Host, c.Chain, a)
+		}
+	}()
+	for _, id := range []uint64{larger, notText} {
+		j := n.finished(id)
+		v, err := n.c.Job(n.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Tasks[0].Verdict != verifier.InputBad || !j.Paid.Eq(new(uint256.Int).Mul(j.Prices[0], uint256.NewInt(2))) {
+			t.Fatalf("job %d: verdict %x, paid %s (%s); want bad input, both reservations paid", id, v.Tasks[0].Verdict, j.Paid, v.Phase)
+		}
+	}
+	for _, p := range []*testProvider{p1, p2} {
+		if st, err := n.c.Stake(n.ctx, p.agent.Address()); err != nil || !st.Bonded.Eq(types.OGPU(200)) {
+			t.Fatalf("%s was slashed for the client's dataset: %v %v", p.agent.Address(), st, err)
+		}
+	}
 }
