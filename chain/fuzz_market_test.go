@@ -393,7 +393,7 @@ func (s *fmState) msg(kind int, signer string) (types.RawMsg, func()) {
 		return (&verifier.MsgRevealCanary{Job: job, Stage: stage, Answer: result, Salt: sl, StageHashes: hashes}).Raw(), nil
 	default: // fmOpRaw: any type, any payload
 		// 1 .. one past the last message type (unknown)
-		typ := 1 + types.MsgType(s.r.next())%(types.MsgTypeRevealFinetune+1)
+		typ := 1 + types.MsgType(s.r.next())%(types.MaxMsgType+1)
 		data := make([]byte, int(s.r.next())%96)
 		for i := range data {
 			data[i] = s.r.next()

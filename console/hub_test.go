@@ -74,12 +74,12 @@ func TestEntryOfFiltersJob(t *testing.T) {
 }
 
 // TestEveryMessageHasAName: the explorer names every message type the
-// chain defines (1 to the last, types.MsgTypeOpenGameVote), so a new one
+// chain defines (1 to the last, types.MaxMsgType), so a new one
 // cannot show up as "type N" unnoticed; an unknown type still says its
 // number.
 func TestEveryMessageHasAName(t *testing.T) {
 	seen := map[string]types.MsgType{}
-	for m := types.MsgType(1); m <= types.MsgTypeOpenGameVote; m++ {
+	for m := types.MsgType(1); m <= types.MaxMsgType; m++ {
 		n := MsgName(m)
 		if strings.HasPrefix(n, "type ") {
 			t.Errorf("message type %d has no name in the explorer", m)
@@ -89,7 +89,7 @@ func TestEveryMessageHasAName(t *testing.T) {
 		}
 		seen[n] = m
 	}
-	if n := MsgName(types.MsgTypeOpenGameVote + 1); n != fmt.Sprintf("type %d", types.MsgTypeOpenGameVote+1) {
+	if n := MsgName(types.MaxMsgType + 1); n != fmt.Sprintf("type %d", types.MaxMsgType+1) {
 		t.Errorf("an unknown type reads %q", n)
 	}
 }

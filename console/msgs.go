@@ -23,6 +23,7 @@ var msgNames = map[types.MsgType]string{
 	types.MsgTypeRedeemVoucher: "redeem-voucher", types.MsgTypeCloseSession: "close-session", types.MsgTypeDisputeSession: "dispute-session",
 	types.MsgTypeSealSessionVote: "seal-session-vote", types.MsgTypeOpenSessionVote: "open-session-vote",
 	types.MsgTypeOpenCheckpoints: "open-checkpoints", types.MsgTypeSealGameVote: "seal-game-vote", types.MsgTypeOpenGameVote: "open-game-vote",
+	types.MsgTypeRevealFinetune: "reveal-finetune",
 }
 
 // MsgName is a message type's name ("post-job"), or "type N" if unknown.

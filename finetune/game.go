@@ -128,6 +128,17 @@ func (s Status) String() string {
 // MarshalText prints the status by name in JSON.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a status by name (what MarshalText writes).
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, c := range []Status{StatusOpen, StatusReexecute, StatusDecided} {
+		if c.String() == string(b) {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown game status %q: want open, reexecute or decided", b)
+}
+
 // Outcomes of a decided game.
 const (
 	// OutcomeTimeout: a group did not open by a round's deadline and lost

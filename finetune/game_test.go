@@ -731,3 +731,20 @@ func BenchmarkOpenCheckpoints(b *testing.B) {
 	}
 	b.ReportMetric(float64(m.Hashes()), "hashes/op")
 }
+
+func TestStatusJSONRoundTrip(t *testing.T) {
+	for _, s := range []Status{StatusOpen, StatusReexecute, StatusDecided} {
+		b, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Status
+		if err := back.UnmarshalText(b); err != nil || back != s {
+			t.Fatalf("%s: read back %s, %v", s, back, err)
+		}
+	}
+	var x Status
+	if err := x.UnmarshalText([]byte("closed")); err == nil {
+		t.Fatal("an unknown status was read")
+	}
+}

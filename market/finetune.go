@@ -65,7 +65,7 @@ const TrainableHead = "head"
 const (
 	MaxFinetuneEpochs     = 1000
 	MaxFinetuneLRMicro    = 1_000_000
-	MinFinetuneCtx        = 32
+	MinFinetuneCtx        = 64 // llama.cpp raises n_batch to 64 (GGML_KQ_MASK_PAD)
 	MaxFinetuneCtx        = 4096
 	MaxFinetuneValidation = 1 << 20
 )

@@ -66,7 +66,7 @@ func finetuneJob(r uint16, steps uint64, base types.Hash) *MsgPostJob {
 	m.Windows = Windows{Bid: 2, Reveal: 2, Execute: 10, Verify: 5}
 	m.Req.Class = trainClass
 	m.Input = hashOf("dataset")
-	m.Finetune = &FinetuneTerms{Base: base, DatasetSize: 5_000, Epochs: 2, LRMicro: 3_000, Ctx: 32, Stride: 32, Steps: steps, Trainable: TrainableHead}
+	m.Finetune = &FinetuneTerms{Base: base, DatasetSize: 5_000, Epochs: 2, LRMicro: 3_000, Ctx: 64, Stride: 64, Steps: steps, Trainable: TrainableHead}
 	return m
 }
 
@@ -227,7 +227,7 @@ func TestFinetunePostRefusals(t *testing.T) {
 		texts []string
 	}{
 		{"a trainable set the runtime cannot train", func(m *MsgPostJob) { m.Finetune.Trainable = "all" }, []string{"llama.cpp #24305"}},
-		{"a context that is not a multiple of 32", func(m *MsgPostJob) { m.Finetune.Ctx = 48 }, []string{"multiple of 32"}},
+		{"a context that is not a multiple of 32", func(m *MsgPostJob) { m.Finetune.Ctx = 80 }, []string{"multiple of 32"}},
 		{"no training class", func(m *MsgPostJob) { m.Req.Class = "" }, []string{"training determinism class"}},
 		{"no dataset", func(m *MsgPostJob) { m.Input = types.Hash{} }, []string{"dataset"}},
 		{"zero learning rate", func(m *MsgPostJob) { m.Finetune.LRMicro = 0 }, []string{"learning rate"}},

@@ -186,6 +186,10 @@ const (
 	MsgTypeOpenGameVote    MsgType = 32
 	// Fine-tune results (market).
 	MsgTypeRevealFinetune MsgType = 33
+
+	// MaxMsgType is the highest message type: a new type raises it, and
+	// the tests that walk every type (names, fuzzing) follow.
+	MaxMsgType = MsgTypeRevealFinetune
 )
 
 // AddressLength is the length of an address in bytes.

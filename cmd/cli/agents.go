@@ -130,6 +130,8 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("price-per-token", "0.05ogpu", "built-in strategy: price per token of the job's budget")
 	f.String("price-stage", "0.1ogpu", "built-in strategy: price per encrypted pipeline stage")
 	f.Bool("pipeline", true, "offer encrypted pipeline stages (CKKS on this CPU; the data stays encrypted)")
+	f.Bool("finetune", true, "offer fine-tune jobs on the served models (their LM head, in this build's training class)")
+	f.Int("finetune-every", agent.DefaultFinetuneEvery, "keep a fine-tune checkpoint every this many steps (the rest are recomputed when a game asks)")
 	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
 	if f.Lookup("moniker") == nil { // ogpud start --provider: the node's name is the provider's
 		f.String("moniker", "", "display name on chain, shown by consoles and explorers (at most 70 printable characters)")
@@ -139,6 +141,8 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.String("log-level", "info", "debug, info, warn or error")
 	f.Bool("devnet-lie", false, "DEVNET ONLY: change one token of every output, evaluate pipeline stages with a wrong weight (shows the dispute path; you will be slashed)")
 	_ = f.MarkHidden("devnet-lie")
+	f.Uint64("devnet-finetune-lie", 0, "DEVNET ONLY: perturb this step of every fine-tune job (shows the step-bisection game; you will be slashed)")
+	_ = f.MarkHidden("devnet-finetune-lie")
 	addP2PFlags(cmd, []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"})
 }
 
@@ -271,6 +275,9 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	cfg.FetchProgress = progressBar(cmd.ErrOrStderr())
 	cfg.Pipeline, _ = f.GetBool("pipeline")
 	cfg.Lie, _ = f.GetBool("devnet-lie")
+	cfg.Finetune, _ = f.GetBool("finetune")
+	cfg.FinetuneEvery, _ = f.GetInt("finetune-every")
+	cfg.FinetuneLieAt, _ = f.GetUint64("devnet-finetune-lie")
 	if cfg.Lie {
 		logger.Warn("--devnet-lie: every output will have one token changed; the chain will slash this provider")
 	}

@@ -63,12 +63,12 @@ func TestJobRunFinetuneFlags(t *testing.T) {
 		!j.MaxPrice.Eq(types.OGPU(5)) {
 		t.Fatalf("job %+v", j)
 	}
-	j, err = parseJobRun(t, "--kind", "finetune", "--model", model, "--data", data, "--ctx", "32", "--stride", "16", "--lr-micro", "5000",
+	j, err = parseJobRun(t, "--kind", "finetune", "--model", model, "--data", data, "--ctx", "128", "--stride", "16", "--lr-micro", "5000",
 		"--validation", "1", "--execute-blocks", "33", "--redundancy", "3", "--class", "c1", "--require", "ram>=1Gi")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Ctx != 32 || j.Stride != 16 || j.LRMicro != 5000 || j.Validation != 1 || j.Windows.Execute != 33 || j.Redundancy != 3 || j.Class != "c1" ||
+	if j.Ctx != 128 || j.Stride != 16 || j.LRMicro != 5000 || j.Validation != 1 || j.Windows.Execute != 33 || j.Redundancy != 3 || j.Class != "c1" ||
 		len(j.Attributes) != 1 {
 		t.Fatalf("job %+v", j)
 	}
@@ -90,6 +90,7 @@ func TestJobRunFinetuneRefuses(t *testing.T) {
 		{[]string{"--model", model, "--data", filepath.Join(home, "missing.txt")}, "--data"},
 		{[]string{"--model", model, "--data", latin1}, "not valid UTF-8"},
 		{[]string{"--model", model, "--data", data, "--ctx", "48"}, "multiple of 32"},
+		{[]string{"--model", model, "--data", data, "--ctx", "32"}, "64..4096"},
 		{[]string{"--model", model, "--data", data, "--stride", "0"}, "--stride 0"},
 		{[]string{"--model", model, "--data", data, "--epochs", "0"}, "--epochs 0"},
 		{[]string{"--model", model, "--data", data, "--lr-micro", "0"}, "--lr-micro 0"},

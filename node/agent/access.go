@@ -498,7 +498,7 @@ func taskOf(j *chain.JobView, s int) *chain.TaskView {
 // afterwards).
 func disputed(j *chain.JobView, s int) bool {
 	for _, t := range j.Tasks {
-		if (s < 0 || int(t.Stage) == s) && (t.Status == "disputed" || t.Status == "input_check") {
+		if (s < 0 || int(t.Stage) == s) && (t.Status == "disputed" || t.Status == "input_check" || t.Status == "game") {
 			return true
 		}
 	}

@@ -53,10 +53,6 @@ import (
 //     client still asks each paid provider for its own hash when it did
 //     not stream from it.
 
-// FinetuneRuntime is the runtime name providers register for fine-tune
-// jobs and fine-tune jobs require (Requirements.Runtime).
-const FinetuneRuntime = "llama.cpp-train"
-
 // Default hyper-parameters and window sizing of a fine-tune job.
 const (
 	DefaultFinetuneEpochs  = 3
@@ -257,7 +253,7 @@ func PlanFinetune(j FinetuneJob, p *genesis.Params) (*FinetunePlan, error) {
 	msg := &market.MsgPostJob{
 		Kind: market.KindFinetune, Mode: market.ModeAuction, Model: base, ModelSize: size, Stages: 1,
 		Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Input: data, Windows: w,
-		Req: market.Requirements{MinStake: new(uint256.Int), Runtime: FinetuneRuntime, Class: j.Class, Attributes: j.Attributes},
+		Req: market.Requirements{MinStake: new(uint256.Int), Runtime: RuntimeTrain, Class: j.Class, Attributes: j.Attributes},
 		Finetune: &market.FinetuneTerms{
 			Base: types.Hash(h0), DatasetSize: uint64(len(j.Data)), Epochs: uint64(j.Epochs), LRMicro: uint64(j.LRMicro),
 			Ctx: uint64(j.Ctx), Stride: uint64(j.Stride), Validation: uint64(j.Validation), Steps: uint64(pl.Steps), Trainable: j.Trainable,
@@ -429,7 +425,7 @@ func (c *Client) RunFinetune(ctx context.Context, j FinetuneJob, progress Progre
 	} else if h != plan.Data {
 		return nil, fmt.Errorf("the store hashed the dataset to %x, not %x", h, plan.Data)
 	}
-	height, posted, err := c.postJob(ctx, plan.Msg, FinetuneRuntime, plan.Data)
+	height, posted, err := c.postJob(ctx, plan.Msg, RuntimeTrain, plan.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -647,10 +643,14 @@ var ErrModelRefused = errors.New("fine-tuned model refused")
 
 // FetchFinetuneModel fetches the model of settled fine-tune job id from
 // the providers that were paid for it and writes it to out once verified
-// (VerifyFinetuneModel against the base model, which the client's store
-// keeps since RunFinetune, else fetched from the network by its hash). A
-// provider's model that does not verify is refused and the next provider
-// is tried.
+// against the paid final hash and the base model (which the client's
+// store keeps since RunFinetune, else fetched from the network by its
+// hash). In order: a model file a paid provider announced that the store
+// already holds (VerifyFinetuneModel); then from each paid provider its
+// final checkpoint (CheckpointProtocol, VerifyFinetuneCheckpoint), else
+// its whole model file by the hash it announced on the stream
+// (VerifyFinetuneModel). A provider's model that does not verify is
+// refused and the next provider is tried.
 func (c *Client) FetchFinetuneModel(ctx context.Context, id uint64, out string) (*FetchedModel, error) {
 	j, err := c.Chain.Job(ctx, id)
 	if err != nil {
@@ -697,6 +697,18 @@ func (c *Client) FetchFinetuneModel(ctx context.Context, id uint64, out string) 
 			errs = append(errs, fmt.Errorf("provider %s: %w", prov.Hex(), err))
 			continue
 		}
+		// The final checkpoint (the trained head alone, CheckpointProtocol)
+		// is the least to fetch: the model is the base with it applied.
+		m, err := c.fetchFinalCheckpoint(ctx, pid, j, base, final, out)
+		if err == nil {
+			m.From = prov
+			return m, nil
+		}
+		errs = append(errs, fmt.Errorf("provider %s: %w", prov.Hex(), err))
+		if errors.Is(err, ErrModelRefused) {
+			continue // it served a head other than the one it was paid for
+		}
+		// Else the whole model file, by the hash it announced.
 		hashes := modelCandidates(known, prov)
 		if _, ok := known[prov]; !ok {
 			// Ask the provider which file it made (the stream replays its
@@ -739,6 +751,57 @@ func (c *Client) FetchFinetuneModel(ctx context.Context, id uint64, out string) 
 		}
 	}
 	return nil, fmt.Errorf("job %d: no paid provider served a model whose trained tensors hash to the paid final %x: %w", id, final[:8], errors.Join(errs...))
+}
+
+// fetchFinalCheckpoint fetches the checkpoint after the last step of job
+// j from provider pid and writes the model it makes with the base to out
+// (VerifyFinetuneCheckpoint).
+func (c *Client) fetchFinalCheckpoint(ctx context.Context, pid peer.ID, j *chain.JobView, base string, final types.Hash, out string) (*FetchedModel, error) {
+	if dir := filepath.Dir(out); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	tmp := out + ".head"
+	defer os.Remove(tmp)
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err := FetchCheckpoint(fctx, c.Host, pid, j.ID, 0, j.Finetune.Steps, tmp)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("final checkpoint: %w", err)
+	}
+	if err := VerifyFinetuneCheckpoint(base, tmp, final, out); err != nil {
+		return nil, err
+	}
+	h, _, err := fileHash(out)
+	if err != nil {
+		return nil, err
+	}
+	return &FetchedModel{Job: j.ID, Path: out, Hash: h, Final: final}, nil
+}
+
+// VerifyFinetuneCheckpoint checks a fine-tune job's final checkpoint (the
+// trained tensors alone, train.EncodeCheckpoint) against the final hash
+// the chain paid for and writes the model it makes, the base with those
+// tensors (train.WriteModel), to out. A refusal wraps ErrModelRefused
+// (and train.ErrCheckpointMismatch for a wrong hash); nothing is written
+// then.
+func VerifyFinetuneCheckpoint(base, checkpoint string, final types.Hash, out string) error {
+	ts, err := train.ReadCheckpoint(checkpoint, train.SetHead)
+	if err != nil {
+		return fmt.Errorf("%w: the final checkpoint is not a trained head: %v", ErrModelRefused, err)
+	}
+	got, err := train.HashTensors(ts)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrModelRefused, err)
+	}
+	if types.Hash(got) != final {
+		return fmt.Errorf("%w: %w: the final checkpoint's tensors hash %x, the job paid for final hash %x", ErrModelRefused, train.ErrCheckpointMismatch, got[:8], final[:8])
+	}
+	if err := train.WriteModel(base, out, ts); err != nil {
+		return fmt.Errorf("%w: the final checkpoint does not fit the base model: %v", ErrModelRefused, err)
+	}
+	return nil
 }
 
 // baseModel is the path of job j's base model: in the client's store, or

@@ -67,7 +67,7 @@ func (n *testNet) ftPeer(name string, price *uint256.Int) *ftPeer {
 		addrs = addrs[:market.MaxAddrs]
 	}
 	info := market.ProviderInfo{PeerID: h.ID().String(), Addrs: addrs, Attributes: []string{"ram/16Gi"},
-		Runtimes: []string{FinetuneRuntime}, Models: []types.Hash{n.model}, Class: "ft", TrainClass: train.BuildClass()}
+		Runtimes: []string{RuntimeTrain}, Models: []types.Hash{n.model}, Class: "ft", TrainClass: train.BuildClass()}
 	if _, err := p.sender.Send(n.ctx, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw()); err != nil {
 		n.t.Fatal(err)
 	}
@@ -315,4 +315,45 @@ func TestRunFinetuneFetchesThePaidModel(t *testing.T) {
 func (n *testNet) strangerClient(k *ecdsa.PrivateKey) *Client {
 	h, store := n.host("stranger", k)
 	return NewClient(n.c, k, h, store, NewAccess(n.c))
+}
+
+// The whole job with the real provider agents (they train in the worker):
+// RunFinetune posts it with its default windows, shows the winners'
+// progress, the results agree and are paid, and the client writes the
+// model from a paid provider's final checkpoint: byte for byte the
+// provider's own fine-tuned file.
+func TestRunFinetuneWithProviderAgents(t *testing.T) {
+	n := newTestNet(t)
+	p1 := n.finetuneProvider("prov1", 0)
+	p2 := n.finetuneProvider("prov2", 0)
+	cl := n.client()
+	j := ftJob(t)
+	j.OutDir = t.TempDir()
+	var steps []int
+	var epochs []string
+	j.OnStep = func(s, _ int) { steps = append(steps, s) }
+	res, err := cl.RunFinetune(n.ctx, j, func(f string, a ...any) { t.Logf("[client] "+f, a...) }, func(l string) { epochs = append(epochs, l) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	jv, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := jv.Tasks[0].Slots
+	if res.Outcome != "agreed" || len(slots) != 2 || slots[0].Final == nil || res.Final != *slots[0].Final || (res.From != p1.agent.Address() && res.From != p2.agent.Address()) {
+		t.Fatalf("result %+v, slots %+v", res, slots)
+	}
+	own, err := os.ReadFile(filepath.Join(p1.agent.finetuneDir(taskKey{res.Job, 0}), train.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(res.Model)
+	if err != nil || !bytes.Equal(own, got) {
+		t.Fatalf("the client's model is not the provider's file (%d and %d bytes, %v)", len(got), len(own), err)
+	}
+	if len(epochs) != 2 || len(res.EpochLoss) != 2 || !(res.EpochLoss[1] < res.EpochLoss[0]) || len(steps) == 0 || steps[len(steps)-1] != int(jv.Finetune.Steps) {
+		t.Fatalf("progress: epochs %q losses %v steps %v", epochs, res.EpochLoss, steps)
+	}
+	t.Logf("job %d: %d steps, posted at %d, awarded at %d, completed at %d, %s", res.Job, res.Plan.Steps, res.Posted, res.Awarded, res.Completed, res.Elapsed)
 }

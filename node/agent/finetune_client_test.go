@@ -21,17 +21,6 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// ziggyText repeats a distinctive phrase (the devnet round's kind of text).
-func ziggyText(stories int) []byte {
-	names := []string{"Lily", "Tom", "Sue", "Ben"}
-	var b strings.Builder
-	for i := range stories {
-		n := names[i%len(names)]
-		b.WriteString("Once upon a time, there was a purple dragon named Ziggy. " + n + " met Ziggy in the park. Ziggy smiled and said, \"I love blue pancakes!\" " + n + " laughed and they were happy.\n")
-	}
-	return []byte(b.String())
-}
-
 func ftModel(t *testing.T) string {
 	t.Helper()
 	path, err := FindModel()
@@ -78,7 +67,7 @@ func TestPlanFinetune(t *testing.T) {
 		t.Fatalf("model %x (%d bytes), want the base file's hash %x (%d)", m.Model, m.ModelSize, base, size)
 	case m.Input != types.Hash(sha256.Sum256(j.Data)) || pl.Data != m.Input:
 		t.Fatalf("input %x is not the dataset's hash", m.Input)
-	case m.Req.Runtime != FinetuneRuntime || m.Req.Class != train.BuildClass():
+	case m.Req.Runtime != RuntimeTrain || m.Req.Class != train.BuildClass():
 		t.Fatalf("runtime %q class %q", m.Req.Runtime, m.Req.Class)
 	case ft.Base != types.Hash(h0) || ft.Trainable != market.TrainableHead:
 		t.Fatalf("terms base %x set %q, want %x head", ft.Base, ft.Trainable, h0)
@@ -165,6 +154,7 @@ func TestPlanFinetuneRefuses(t *testing.T) {
 		}, &p, "max_dataset_bytes"},
 		{"shorter than a datapoint", func(j *FinetuneJob) { j.Data = []byte("Once upon a time.") }, &p, "shorter than one datapoint"},
 		{"ctx not a multiple of 32", func(j *FinetuneJob) { j.Ctx = 48 }, &p, "multiple of 32"},
+		{"ctx 32 (llama.cpp batches at least 64)", func(j *FinetuneJob) { j.Ctx = 32 }, &p, "64..4096"},
 		{"ctx too large", func(j *FinetuneJob) { j.Ctx = train.MaxNCtx + 32 }, &p, "multiple of 32"},
 		{"stride above ctx", func(j *FinetuneJob) { j.Stride = 65 }, &p, "stride"},
 		{"learning rate above 1", func(j *FinetuneJob) { j.LRMicro = train.MaxLRMicro + 1 }, &p, "lr_micro"},
@@ -445,7 +435,7 @@ func TestRunFinetunePostsAndExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	if jv.Kind != market.KindFinetune || jv.Finetune == nil || *jv.Finetune != *want.Msg.Finetune || jv.Input != want.Data || jv.Model != want.Base ||
-		jv.Req.Runtime != FinetuneRuntime || jv.Req.Class != train.BuildClass() || jv.Windows.Execute != want.Msg.Windows.Execute {
+		jv.Req.Runtime != RuntimeTrain || jv.Req.Class != train.BuildClass() || jv.Windows.Execute != want.Msg.Windows.Execute {
 		t.Fatalf("job on chain %+v (terms %+v), planned %+v (terms %+v)", jv.Job, jv.Finetune, want.Msg, want.Msg.Finetune)
 	}
 	if !cl.Store.Has(want.Base) || !cl.Store.Has(want.Data) {
@@ -496,5 +486,60 @@ func TestReportFinetuneEvents(t *testing.T) {
 		if !strings.Contains(lines[i], w) {
 			t.Errorf("line %d %q does not say %q", i, lines[i], w)
 		}
+	}
+}
+
+// The final checkpoint (the head alone, as CheckpointProtocol serves it)
+// makes the model only if it hashes to the paid final: a provider that
+// serves another head gains nothing, and nothing is written.
+func TestVerifyFinetuneCheckpoint(t *testing.T) {
+	base := ftModel(t)
+	dir := t.TempDir()
+	ts, err := train.ReadCheckpoint(base, train.SetHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := func(at int) []train.Tensor {
+		out := make([]train.Tensor, len(ts))
+		for i, x := range ts {
+			x.Data = bytes.Clone(x.Data)
+			if x.Name == "output_norm.weight" {
+				x.Data[at] ^= 0x01
+			}
+			out[i] = x
+		}
+		return out
+	}
+	trained := head(4)
+	final, _ := train.HashTensors(trained)
+	good, bad := filepath.Join(dir, "good.ckpt"), filepath.Join(dir, "bad.ckpt")
+	if err := train.WriteCheckpoint(good, trained); err != nil {
+		t.Fatal(err)
+	}
+	if err := train.WriteCheckpoint(bad, head(8)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "model.gguf")
+	for _, c := range []struct{ name, ckpt, want string }{
+		{"another head", bad, "the job paid for final hash"},
+		{"the base model's head", base, "the job paid for final hash"},
+		{"not a checkpoint", filepath.Join(dir, "none"), "not a trained head"},
+	} {
+		if err := VerifyFinetuneCheckpoint(base, c.ckpt, types.Hash(final), out); !errors.Is(err, ErrModelRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want a refusal mentioning %q", c.name, err, c.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: written (%v)", c.name, err)
+		}
+	}
+	if err := VerifyFinetuneCheckpoint(base, good, types.Hash(final), out); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "want.gguf")
+	if err := train.WriteModel(base, want, trained); err != nil {
+		t.Fatal(err)
+	}
+	if same, err := sameFile(out, want); err != nil || !same {
+		t.Fatalf("the model is not the base with the checkpoint's head (%v)", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/he"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -28,6 +29,7 @@ import (
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
@@ -92,6 +94,14 @@ type ProviderConfig struct {
 	// answers: the third token): a devnet-only switch that shows the
 	// dispute path.
 	Lie bool
+	// Finetune offers fine-tune jobs (the LM head of a served base model,
+	// in this build's training class); FinetuneEvery is how often a
+	// checkpoint is kept (0: DefaultFinetuneEvery).
+	Finetune      bool
+	FinetuneEvery int
+	// FinetuneLieAt, for tests and the devnet, makes the provider perturb
+	// fine-tune step k (0: honest).
+	FinetuneLieAt uint64
 	// SessionCredit is how many output tokens of a session request run
 	// ahead of the voucher paying them (default DefaultSessionCredit).
 	SessionCredit uint64
@@ -182,6 +192,8 @@ type resultSecret struct {
 	Chain uint16     `json:",omitempty"`
 	Steps uint32     `json:",omitempty"`
 	Hin   types.Hash `json:",omitempty"`
+	// Finetune is a fine-tune result's work folder (node/ftwork).
+	Finetune string `json:",omitempty"`
 }
 
 // NewProvider checks the configuration, loads the first model (its
@@ -231,6 +243,9 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 			return nil, err
 		}
 		serveTranscripts(cfg.Host, cfg.Chain, p.splitTranscript)
+	}
+	if cfg.Finetune {
+		cfg.Host.Host().SetStreamHandler(CheckpointProtocol, p.serveCheckpoint)
 	}
 	if cfg.Pipeline {
 		servePushes(cfg.Host, cfg.Chain, cfg.Store, p.access, func() string { return cfg.Host.ID().String() }, p.delivered)
@@ -382,6 +397,9 @@ func (p *Provider) Prepare(ctx context.Context) (*market.ProviderInfo, error) {
 		Class:      p.class,
 		Moniker:    p.cfg.Moniker,
 	}
+	if p.cfg.Finetune {
+		info.TrainClass = train.BuildClass()
+	}
 	if len(info.Addrs) > market.MaxAddrs {
 		info.Addrs = info.Addrs[:market.MaxAddrs]
 	}
@@ -401,7 +419,7 @@ func (p *Provider) Register(ctx context.Context, info *market.ProviderInfo) erro
 	case err != nil:
 		return err
 	case pv.PeerID != info.PeerID || !slices.Equal(pv.Addrs, info.Addrs) || !slices.Equal(pv.Attributes, info.Attributes) ||
-		!slices.Equal(pv.Models, info.Models) || pv.Class != info.Class || !slices.Equal(pv.Runtimes, info.Runtimes) || pv.Moniker != info.Moniker:
+		!slices.Equal(pv.Models, info.Models) || pv.Class != info.Class || !slices.Equal(pv.Runtimes, info.Runtimes) || pv.Moniker != info.Moniker || pv.TrainClass != info.TrainClass:
 		msgs = append(msgs, (&market.MsgUpdateProvider{Info: *info}).Raw())
 	}
 	if p.cfg.Bond != nil {
@@ -499,6 +517,9 @@ func (p *Provider) runtimes() []string {
 	if p.cfg.Pipeline {
 		out = append(out, RuntimeCKKS)
 	}
+	if p.cfg.Finetune {
+		out = append(out, RuntimeTrain)
+	}
 	return out
 }
 
@@ -586,6 +607,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		var e market.EventSplitInputsPending
 		if types.DecodeEvent(ev, &e) == nil {
 			p.spawn(func() { p.proveInputs(ctx, e) })
+		}
+	case finetune.EventGameOpened{}.EventType():
+		var e finetune.EventGameOpened
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.answerGame(ctx, taskKey{e.Job, e.Stage}, e.Match) })
+		}
+	case finetune.EventGameNarrowed{}.EventType():
+		var e finetune.EventGameNarrowed
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.answerGame(ctx, taskKey{e.Job, e.Stage}, e.Match) })
 		}
 	case market.EventJobCompleted{}.EventType():
 		var e market.EventJobCompleted
@@ -779,6 +810,9 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	if j.Kind == market.KindSession {
 		return p.cannotServeSession(j)
 	}
+	if j.Kind == market.KindFinetune {
+		return p.cannotFinetune(j)
+	}
 	if j.Kind == market.KindSplit {
 		if why := p.cannotRunSplit(j); why != "" {
 			return why
@@ -885,6 +919,9 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	}
 	if j.Kind == market.KindSplit {
 		return p.runSplitTask(ctx, k, j, commitDeadline)
+	}
+	if j.Kind == market.KindFinetune {
+		return p.runFinetuneTask(ctx, k, j, commitDeadline)
 	}
 	p.log.Info("won the auction: running", "job", k.Job, "stage", k.Stage)
 	f := p.feeds.get(k.Job) // the client may ask for the stream already
@@ -1029,6 +1066,14 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 	if r.Split {
 		msg = revealSplitMsg(k, r)
 	}
+	if r.Finetune != "" {
+		m, err := revealFinetuneMsg(k, r)
+		if err != nil {
+			p.log.Error("cannot reveal", "job", k.Job, "stage", k.Stage, "err", err)
+			return
+		}
+		msg = m
+	}
 	if _, err := p.sender.Send(ctx, msg); err != nil {
 		var te *node.TxError
 		if errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
@@ -1051,7 +1096,7 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 					r.CommitDeadline, r.Revealed = max(r.CommitDeadline, j.Tasks[k.Stage].DisputeDeadline), false
 					p.mu.Unlock()
 					return
-				case "settled", "disputed":
+				case "settled", "disputed", "game":
 					// Too late: the task was decided without this reveal
 					// (it stays Revealed: nothing more to try).
 					p.log.Info("the task was decided before this reveal", "job", k.Job, "stage", k.Stage)

@@ -18,14 +18,17 @@ import (
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm"
+	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/runtime/stagehost"
 	"github.com/ogpu-network/ogpu/split"
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// TestMain lets this test binary be a supervised split stage worker.
+// TestMain lets this test binary be a supervised split stage worker or
+// training worker.
 func TestMain(m *testing.M) {
 	stagehost.MaybeServe()
+	train.MaybeWorker()
 	os.Exit(m.Run())
 }
 

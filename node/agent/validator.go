@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -113,6 +114,9 @@ type dispute struct {
 	// Session: a session dispute (Job is the session, Dispute its number).
 	Session bool
 	Dispute uint64
+	// Game: a fine-tune game awaiting its verdict (Match of Job's Stage).
+	Game  bool
+	Match uint16
 }
 
 // Run follows the chain until ctx ends and votes on disputes. The block
@@ -139,6 +143,7 @@ func (v *Validator) Run(ctx context.Context) error {
 			}
 		}
 		v.queueInputChecks(pool, b.Events)
+		v.queueGames(pool, node.EventsOf[finetune.EventGameEnded](b.Events))
 		for _, e := range node.EventsOf[session.EventDisputeOpened](b.Events) {
 			if e.Kind == session.KindEquivocation {
 				continue // decided in its transaction
@@ -206,6 +211,9 @@ func (v *Validator) handle(ctx context.Context, d dispute) {
 		return
 	case d.Session:
 		v.handleSessionDispute(ctx, d)
+		return
+	case d.Game:
+		v.handleGame(ctx, d)
 		return
 	}
 	dctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)

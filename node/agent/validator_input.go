@@ -125,6 +125,8 @@ func (v *Validator) JudgeInput(ctx context.Context, job uint64, stage uint16) (v
 		vote, why, blobs = v.judgeLLMInput(ctx, j)
 	case market.KindPipeline:
 		vote, why, blobs = v.judgePipelineInput(ctx, j, int(stage))
+	case market.KindFinetune:
+		vote, why, blobs = v.judgeFinetuneInput(ctx, j)
 	default:
 		return verifier.Abstain, fmt.Sprintf("a %s job: this agent checks inference and pipeline inputs", j.Kind), nil
 	}

@@ -28,6 +28,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"unknown set", func(p *Params) { p.Trainable = "attn" }, "#24305", false},
 		{"no set", func(p *Params) { p.Trainable = "" }, "no trainable set", false},
 		{"n_ctx not a multiple of 32", func(p *Params) { p.NCtx = 48 }, "multiple of 32", false},
+		{"n_ctx 32 (llama.cpp makes n_batch 64)", func(p *Params) { p.NCtx = 32; p.Stride = 16 }, "64..", false},
 		{"n_ctx too large", func(p *Params) { p.NCtx = MaxNCtx + 32 }, "multiple of 32", false},
 		{"empty dataset", func(p *Params) { p.Data = nil }, "empty", true},
 		{"dataset too large", func(p *Params) { p.Data = make([]byte, MaxDataBytes+1) }, "shorten", true},

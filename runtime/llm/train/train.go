@@ -69,7 +69,7 @@ const (
 	MaxSteps     = 1 << 20   // epochs × trained datapoints
 	MaxEpochs    = 1000      //
 	MaxLRMicro   = 1_000_000 // learning rate 1.0
-	MinNCtx      = 32        // llama.cpp pads n_ctx to multiples of 32
+	MinNCtx      = 64        // llama.cpp raises n_batch to at least 64 (GGML_KQ_MASK_PAD)
 	MaxNCtx      = 4096      //
 	MaxThreads   = 256       //
 )
@@ -161,7 +161,7 @@ func (p Params) validateStep() error {
 	case p.LRMicro < 1 || p.LRMicro > MaxLRMicro:
 		return fmt.Errorf("params: lr_micro %d: want 1..%d (the learning rate in millionths: 3000 is 3e-3)", p.LRMicro, MaxLRMicro)
 	case p.NCtx < MinNCtx || p.NCtx > MaxNCtx || p.NCtx%32 != 0:
-		return fmt.Errorf("params: n_ctx %d: want a multiple of 32 in %d..%d (llama.cpp pads the context to 32 tokens, and training needs n_ctx = n_batch = n_ubatch exactly)", p.NCtx, MinNCtx, MaxNCtx)
+		return fmt.Errorf("params: n_ctx %d: want a multiple of 32 in %d..%d (llama.cpp pads the context to 32 tokens and raises n_batch to at least 64, and training needs n_ctx = n_batch = n_ubatch exactly)", p.NCtx, MinNCtx, MaxNCtx)
 	case p.Stride < 1 || p.Stride > p.NCtx:
 		return fmt.Errorf("params: stride %d: want 1..n_ctx (%d)", p.Stride, p.NCtx)
 	case p.Threads < 1 || p.Threads > MaxThreads:

@@ -304,3 +304,57 @@ func TestRunStepReplaysOneStep(t *testing.T) {
 		t.Fatal("StepTokens beyond the job")
 	}
 }
+
+// RunStep with Options.Save writes the checkpoint after the step: it
+// hashes to h_k and has the very bytes Run's own checkpoint after step k
+// has, so a provider that keeps every k-th checkpoint recomputes the
+// others exactly; chained, the steps reproduce the run. A run without
+// Save writes nothing.
+func TestRunStepSaves(t *testing.T) {
+	p := params(t, 4, 1)
+	dir := t.TempDir()
+	const k = 3
+	res, err := Run(context.Background(), p, dir, &Options{Checkpoints: []int{k - 2, k}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	prev := filepath.Join(dir, CheckpointFile(k-2))
+	for j := k - 1; j <= k; j++ {
+		save := filepath.Join(out, CheckpointFile(j))
+		got, err := RunStep(context.Background(), p, prev, j, &Options{Save: save})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := HashCheckpoint(save, p.Trainable); err != nil || h != got.After || h != res.Hashes[j] {
+			t.Fatalf("step %d saved: %s (%v), reported %s, the run's %s", j, h, err, got.After, res.Hashes[j])
+		}
+		prev = save
+	}
+	want, err := os.ReadFile(filepath.Join(dir, CheckpointFile(k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(prev); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the recomputed checkpoint after step %d differs from the run's (%v)", k, err)
+	}
+	toks, err := StepTokens(p, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p
+	q.Data = nil
+	save := filepath.Join(out, "from-tokens.gguf")
+	if _, err := RunStepTokens(context.Background(), q, filepath.Join(out, CheckpointFile(k-1)), k, toks, &Options{Save: save}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(save); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("RunStepTokens saved another checkpoint (%v)", err)
+	}
+	if _, err := RunStep(context.Background(), p, p.Model, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 3 {
+		t.Fatalf("%d files in the output folder, want the 3 saved", len(ents))
+	}
+}

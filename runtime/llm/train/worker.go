@@ -50,6 +50,11 @@ type Options struct {
 	Exe string
 	// Env is added to the worker's environment (tests).
 	Env []string
+	// Save, if set, is where RunStep and RunStepTokens write the trained
+	// tensors after the step (a checkpoint file, WriteCheckpoint): what a
+	// provider that keeps every k-th checkpoint recomputes the others
+	// with. Run ignores it.
+	Save string
 }
 
 // Progress is one step's or one epoch's end.
@@ -92,6 +97,7 @@ type request struct {
 	Checkpoint  string  `json:"checkpoint,omitempty"`
 	K           int     `json:"k,omitempty"`
 	Tokens      []int32 `json:"tokens,omitempty"` // step k's datapoint, instead of the dataset
+	Save        string  `json:"save,omitempty"`   // "step": write the checkpoint after the step here
 }
 
 // message is one line the worker writes on its protocol pipe.
@@ -185,10 +191,22 @@ func Run(ctx context.Context, p Params, dir string, o *Options) (*Result, error)
 	return res, nil
 }
 
+// writeFileAtomic writes the checkpoint ts to path through a temporary
+// file, so that a killed worker leaves no half-written checkpoint.
+func writeFileAtomic(path string, ts []Tensor) error {
+	tmp := path + ".tmp"
+	if err := WriteCheckpoint(tmp, ts); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // RunStep re-executes step k (1-based) of the job p from checkpoint, a
 // GGUF holding the trained tensors after step k−1 (a checkpoint file, a
 // saved fine-tune, or the base model for k = 1); the other tensors come
 // from p.Model. It is what a validator runs to settle a dispute over step k.
+// With o.Save set, the trained tensors after the step are written there.
 func RunStep(ctx context.Context, p Params, checkpoint string, k int, o *Options) (*StepResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -220,6 +238,13 @@ func runStep(ctx context.Context, p Params, req request, o *Options) (*StepResul
 	k := req.K
 	if k < 1 {
 		return nil, fmt.Errorf("step %d: steps count from 1", k)
+	}
+	if o.Save != "" {
+		abs, err := filepath.Abs(o.Save)
+		if err != nil {
+			return nil, err
+		}
+		req.Save = abs
 	}
 	if _, err := ReadCheckpoint(req.Checkpoint, p.Trainable); err != nil {
 		return nil, fmt.Errorf("bad checkpoint: %w", err)
@@ -406,9 +431,18 @@ func serveStep(e *engine, req request, dp cTokens, send func(message)) error {
 	if err != nil {
 		return err
 	}
-	after, err := e.hash()
+	out, err := e.tensors()
 	if err != nil {
 		return err
+	}
+	after, err := HashTensors(out)
+	if err != nil {
+		return err
+	}
+	if req.Save != "" {
+		if err := writeFileAtomic(req.Save, out); err != nil {
+			return fmt.Errorf("cannot write the checkpoint after step %d: %w", req.K, err)
+		}
 	}
 	send(message{Type: "step", Step: req.K, Before: &before, Hash: &after, Loss: loss})
 	return nil
