@@ -38,16 +38,18 @@ import (
 // store, posts a MsgPostJob of kind finetune with the dataset as its input
 // (served to the winners only, like a prompt), follows the job, shows the
 // first winner's progress lines, and once the task settled with a paid
-// outcome fetches the fine-tuned GGUF from the paid providers and keeps it
-// only if its trained tensors hash to the paid slots' final hash and every
-// other byte is the base model's (the fine-tuned file is a function of the
-// base file and the trained tensors: train.WriteModel).
+// outcome makes the fine-tuned model from what the paid providers serve,
+// keeping it only if its trained tensors hash to the paid slots' final
+// hash; every other byte is the base model's (the fine-tuned file is a
+// function of the base file and the trained tensors: train.WriteModel).
 //
-// The contract with the provider agent:
+// The contract with the provider agent (finetune_provider.go):
 //   - progress comes over StreamProtocol as pieces, one line of text each:
 //     FinetuneEpochLine at each epoch's end and FinetuneStepLine now and
 //     then (at most about 100 a run), then Done with Result = the sha256 of
 //     the fine-tuned GGUF file, a blob the provider serves to the client;
+//   - the provider serves its checkpoints over CheckpointProtocol to the
+//     client, step N being the fine-tuned head: the client's first choice;
 //   - every honest provider's file is byte-identical (WriteModel of the
 //     base and leaf N), so one hash serves from all paid providers; the
 //     client still asks each paid provider for its own hash when it did
