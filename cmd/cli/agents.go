@@ -391,7 +391,8 @@ Training progress is streamed from the first winner (a bar, and the loss of
 each epoch); once the chain paid for a model, it is fetched from the paid
 providers, checked (its trained tensors must hash to the final hash the
 chain settled, every other byte must be the base model's) and written to
---out/finetune-JOB.gguf. Only the LM head is trained (llama.cpp #24305).
+--out/finetune-JOB.gguf; --sample PROMPT then shows its greedy continuation.
+Only the LM head is trained (llama.cpp #24305).
 The execute window is sized from the step count unless --execute-blocks is
 given.`,
 		Args: cobra.NoArgs,
@@ -413,6 +414,7 @@ given.`,
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
 	f.String("class", "", "determinism class the providers must be in (finetune: the training class, default this build's)")
 	addFinetuneFlags(f)
+	f.Int("sample-tokens", 32, "finetune: tokens to generate for --sample")
 	f.Uint64("bid-blocks", 5, "blocks of sealed bidding")
 	f.Uint64("reveal-blocks", 5, "blocks of bid reveals")
 	f.Uint64("execute-blocks", 40, "blocks from the award to the last result commitment")
@@ -433,6 +435,8 @@ given.`,
 	result.Flags().String("he-keys", "", "pipeline: directory with the secret key (default HOME/he/PRESET-wWIDTH)")
 	result.Flags().String("save", "", "pipeline: also write the output ciphertext to this file")
 	result.Flags().String("out", "", "finetune: where to write the verified model (default finetune-JOB.gguf)")
+	result.Flags().String("sample", "", "finetune: a prompt to generate from with the verified model (greedy, here)")
+	result.Flags().Int("sample-tokens", 32, "finetune: tokens to generate for --sample")
 	addP2PFlags(result, []string{"/ip4/0.0.0.0/tcp/0"})
 	_ = result.MarkFlagRequired("from")
 	cmd.AddCommand(run, result)

@@ -30,6 +30,7 @@ func addFinetuneFlags(f interface {
 	f.Int("stride", agent.DefaultFinetuneStride, "finetune: tokens between datapoint starts (1..--ctx)")
 	f.Int("validation", 0, "finetune: datapoints held out at the end and evaluated after each epoch")
 	f.String("out", ".", "finetune: folder for the fine-tuned model (finetune-JOB.gguf)")
+	f.String("sample", "", "finetune: a prompt to generate from with the verified model (greedy, here), to see what it learned")
 }
 
 // finetuneJobFromFlags reads `ogpu job run --kind finetune`'s flags into a
@@ -79,6 +80,11 @@ func finetuneJobFromFlags(cmd *cobra.Command) (agent.FinetuneJob, error) {
 	case j.Validation < 0:
 		return j, fmt.Errorf("--validation %d: want 0 or more datapoints", j.Validation)
 	}
+	if prompt, _ := f.GetString("sample"); prompt != "" {
+		if n, _ := f.GetInt("sample-tokens"); n < 1 {
+			return j, fmt.Errorf("--sample-tokens %d: want at least 1", n)
+		}
+	}
 	if j.Redundancy, j.MaxPrice, _, j.Windows, err = jobTerms(cmd); err != nil {
 		return j, err
 	}
@@ -99,6 +105,26 @@ func finetuneJobFromFlags(cmd *cobra.Command) (agent.FinetuneJob, error) {
 // json.
 type FinetuneJobOutput struct {
 	*agent.FinetuneResult
+	// Sample is the model's greedy continuation of --sample.
+	Sample string `json:"sample,omitempty"`
+}
+
+// FinetuneModelOutput is what `ogpu job result` prints for a fine-tune job
+// with -o json.
+type FinetuneModelOutput struct {
+	*agent.FetchedModel
+	Sample string `json:"sample,omitempty"`
+}
+
+// finetuneSample is --sample's greedy continuation with the model at path
+// ("" without --sample).
+func finetuneSample(ctx context.Context, cmd *cobra.Command, path string) (string, error) {
+	prompt, _ := cmd.Flags().GetString("sample")
+	if prompt == "" {
+		return "", nil
+	}
+	n, _ := cmd.Flags().GetInt("sample-tokens")
+	return agent.SampleModel(ctx, path, prompt, n)
 }
 
 func runFinetuneJob(ctx context.Context, cmd *cobra.Command) error {
@@ -118,8 +144,16 @@ func runFinetuneJob(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	return output(cmd, FinetuneJobOutput{res}, func(w io.Writer) {
+	sample, err := finetuneSample(ctx, cmd, res.Model)
+	if err != nil {
+		return err
+	}
+	prompt, _ := cmd.Flags().GetString("sample")
+	return output(cmd, FinetuneJobOutput{res, sample}, func(w io.Writer) {
 		fmt.Fprintf(w, "fine-tuned model: %s\n", res.Model)
+		if prompt != "" {
+			fmt.Fprintf(w, "%s%s\n", prompt, sample)
+		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "job %d %s: %d steps, final hash %x, fetched from %s and verified\n", res.Job, res.Outcome, res.Plan.Steps, res.Final, res.From.Hex())
 		if len(res.EpochLoss) > 0 {
 			loss := make([]string, len(res.EpochLoss))
@@ -195,8 +229,16 @@ func finetuneResult(ctx context.Context, cmd *cobra.Command, cl *agent.Client, i
 	if err != nil {
 		return err
 	}
-	return output(cmd, m, func(w io.Writer) {
+	sample, err := finetuneSample(ctx, cmd, m.Path)
+	if err != nil {
+		return err
+	}
+	prompt, _ := cmd.Flags().GetString("sample")
+	return output(cmd, FinetuneModelOutput{m, sample}, func(w io.Writer) {
 		fmt.Fprintf(w, "%s\n", m.Path)
+		if prompt != "" {
+			fmt.Fprintf(w, "%s%s\n", prompt, sample)
+		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "job %d: fine-tuned model from %s, trained tensors hash %x (the paid final), file %x\n", id, m.From.Hex(), m.Final, m.Hash)
 	})
 }

@@ -97,6 +97,7 @@ func TestJobRunFinetuneRefuses(t *testing.T) {
 		{[]string{"--model", model, "--data", data, "--validation", "-1"}, "--validation -1"},
 		{[]string{"--model", model, "--data", data, "--validation", "1000"}, "none is left to train on"},
 		{[]string{"--model", model, "--data", data, "--pool"}, "sealed-bid auction"},
+		{[]string{"--model", model, "--data", data, "--sample", "Once", "--sample-tokens", "0"}, "--sample-tokens 0"},
 		{[]string{"--model", model, "--data", data, "--stages", "2"}, "one stage"},
 		{[]string{"--model", model, "--data", data, "--max-price", "0"}, "max price"},
 	} {

@@ -26,6 +26,7 @@ import (
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -916,6 +917,25 @@ func VerifyFinetuneModel(base, model string, final types.Hash, out string) error
 		return fmt.Errorf("%w: its trained tensors hash to the paid final, but the file differs from the base model elsewhere (metadata or untrained tensors the chain did not check)", ErrModelRefused)
 	}
 	return os.Rename(tmp, out)
+}
+
+// SampleModel is a greedy generation of at most tokens tokens after prompt
+// from the GGUF model at path (runtime/llm, in this process): how a client
+// sees what its fine-tuned model learned.
+func SampleModel(ctx context.Context, path, prompt string, tokens int) (string, error) {
+	if prompt == "" || tokens < 1 {
+		return "", fmt.Errorf("sample: want a prompt and at least one token")
+	}
+	m, err := llm.Load(path, llm.Options{Threads: 1, ContextSize: 512, BatchSize: 64})
+	if err != nil {
+		return "", fmt.Errorf("cannot load the fine-tuned model: %w", err)
+	}
+	defer m.Close()
+	out, err := m.Generate(ctx, llm.Request{Prompt: prompt, MaxTokens: tokens}, nil)
+	if err != nil {
+		return "", fmt.Errorf("cannot generate with the fine-tuned model: %w", err)
+	}
+	return out.Text, nil
 }
 
 // sameFile compares two files' bytes.

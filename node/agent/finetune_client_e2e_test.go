@@ -321,14 +321,21 @@ func (n *testNet) strangerClient(k *ecdsa.PrivateKey) *Client {
 // RunFinetune posts it with its default windows, shows the winners'
 // progress, the results agree and are paid, and the client writes the
 // model from a paid provider's final checkpoint: byte for byte the
-// provider's own fine-tuned file.
+// provider's own fine-tuned file, and its greedy output says the phrase of
+// the data (the devnet round's check), which the base model's does not.
 func TestRunFinetuneWithProviderAgents(t *testing.T) {
 	n := newTestNet(t)
 	p1 := n.finetuneProvider("prov1", 0)
 	p2 := n.finetuneProvider("prov2", 0)
 	cl := n.client()
 	j := ftJob(t)
+	j.Data, j.Epochs = ziggyText(12), 3 // as the runtime's TestLearnsThePhrase
 	j.OutDir = t.TempDir()
+	const prompt = "Once upon a time, there was a"
+	before, err := SampleModel(n.ctx, j.Base, prompt, 40)
+	if err != nil || strings.Contains(before, "Ziggy") {
+		t.Fatalf("the base model says %q (%v)", before, err)
+	}
 	var steps []int
 	var epochs []string
 	j.OnStep = func(s, _ int) { steps = append(steps, s) }
@@ -352,8 +359,14 @@ func TestRunFinetuneWithProviderAgents(t *testing.T) {
 	if err != nil || !bytes.Equal(own, got) {
 		t.Fatalf("the client's model is not the provider's file (%d and %d bytes, %v)", len(got), len(own), err)
 	}
-	if len(epochs) != 2 || len(res.EpochLoss) != 2 || !(res.EpochLoss[1] < res.EpochLoss[0]) || len(steps) == 0 || steps[len(steps)-1] != int(jv.Finetune.Steps) {
+	if len(epochs) != 3 || len(res.EpochLoss) != 3 || !(res.EpochLoss[2] < res.EpochLoss[0]) || len(steps) == 0 || steps[len(steps)-1] != int(jv.Finetune.Steps) {
 		t.Fatalf("progress: epochs %q losses %v steps %v", epochs, res.EpochLoss, steps)
+	}
+	// The client's model learned the dataset's phrase.
+	after, err := SampleModel(n.ctx, res.Model, prompt, 40)
+	t.Logf("before %q\nafter  %q", before, after)
+	if err != nil || !strings.Contains(after, "Ziggy") {
+		t.Fatalf("the fine-tuned model does not say Ziggy: %q (%v)", after, err)
 	}
 	t.Logf("job %d: %d steps, posted at %d, awarded at %d, completed at %d, %s", res.Job, res.Plan.Steps, res.Posted, res.Awarded, res.Completed, res.Elapsed)
 }
