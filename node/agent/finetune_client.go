@@ -108,7 +108,8 @@ type FinetuneJob struct {
 	// "" is train.BuildClass(), this build's.
 	Class      string
 	Attributes []string
-	// BlockTime sizes the default execute window: 0 is DevnetBlockTime.
+	// BlockTime sizes the default execute window: 0 is the chain's, as
+	// Client.BlockTime measures it (DevnetBlockTime if it cannot tell).
 	BlockTime time.Duration
 	// OutDir is where the fine-tuned model is written, as
 	// finetune-JOB.gguf ("" is the current directory).
@@ -134,6 +135,8 @@ type FinetuneResult struct {
 	Job   uint64     `json:"job"`
 	Plan  train.Plan `json:"plan"`
 	Class string     `json:"class"`
+	// BlockTime is the block interval the windows were sized with.
+	BlockTime time.Duration `json:"block_time"`
 	// Outcome is how the task settled: agreed, agreed_final, game (paid),
 	// class_failure, unresolved, no_results (refunded) or "expired".
 	Outcome string     `json:"outcome"`
@@ -410,12 +413,18 @@ func (c *Client) RunFinetune(ctx context.Context, j FinetuneJob, progress Progre
 	if err != nil {
 		return nil, err
 	}
+	if j.BlockTime == 0 {
+		j.BlockTime = c.BlockTime(ctx)
+	}
+	if j.BlockTime == 0 {
+		j.BlockTime = DevnetBlockTime
+	}
 	plan, err := PlanFinetune(j, params)
 	if err != nil {
 		return nil, err
 	}
-	progress("planned %d steps: %d tokens, %d datapoints (%d trained, %d held out), %d epochs; execute window %d blocks",
-		plan.Plan.Steps, plan.Plan.Tokens, plan.Plan.Datapoints, plan.Plan.Trained, j.Validation, j.Epochs, plan.Msg.Windows.Execute)
+	progress("planned %d steps: %d tokens, %d datapoints (%d trained, %d held out), %d epochs; execute window %d blocks of about %s",
+		plan.Plan.Steps, plan.Plan.Tokens, plan.Plan.Datapoints, plan.Plan.Trained, j.Validation, j.Epochs, plan.Msg.Windows.Execute, j.BlockTime.Round(time.Millisecond))
 	if !c.Store.Has(plan.Base) {
 		// Kept so that the fine-tuned model can be rebuilt and checked
 		// against it, now and by a later FetchFinetuneModel.
@@ -438,11 +447,42 @@ func (c *Client) RunFinetune(ctx context.Context, j FinetuneJob, progress Progre
 	}
 	progress("posted fine-tune job %d at height %d: %s locked, sealed bids until %d, reveals until %d", id, height,
 		types.FormatAmount(posted.Locked), posted.BidEnd, posted.RevealEnd)
-	out := &FinetuneResult{Job: id, Plan: plan.Plan, Class: j.Class, Posted: height}
+	out := &FinetuneResult{Job: id, Plan: plan.Plan, Class: j.Class, BlockTime: j.BlockTime, Posted: height}
 	err = c.followFinetune(ctx, id, height, j, out, progress, onEpoch)
 	out.Elapsed = time.Since(start)
 	return out, err
 }
+
+// BlockTime estimates the chain's block interval from the header times of
+// its last blocks (at most 20, block 1 left out: it follows the genesis
+// time, not a block); 0 when it cannot tell.
+func (c *Client) BlockTime(ctx context.Context) time.Duration {
+	h, err := c.Chain.CommittedHeight(ctx)
+	if err != nil || h < 4 {
+		return 0
+	}
+	info, err := c.Chain.RPC.BlockchainInfo(ctx, max(2, h-19), h)
+	if err != nil || len(info.BlockMetas) < 2 {
+		return 0
+	}
+	lo, hi := info.BlockMetas[0].Header, info.BlockMetas[0].Header
+	for _, m := range info.BlockMetas {
+		if m.Header.Height < lo.Height {
+			lo = m.Header
+		}
+		if m.Header.Height > hi.Height {
+			hi = m.Header
+		}
+	}
+	if hi.Height <= lo.Height || !hi.Time.After(lo.Time) {
+		return 0
+	}
+	return max(minBlockTime, hi.Time.Sub(lo.Time)/time.Duration(hi.Height-lo.Height))
+}
+
+// minBlockTime bounds a measured block interval from below (a window in
+// blocks must not grow without bound on a burst of fast blocks).
+const minBlockTime = 20 * time.Millisecond
 
 // followFinetune watches fine-tune job id from height from until it
 // completes or expires, then fetches and verifies its model.

@@ -416,6 +416,9 @@ func TestRunFinetunePostsAndExpires(t *testing.T) {
 	j.Windows = market.Windows{Bid: 2, Reveal: 2}
 	var posted uint64
 	j.OnPosted = func(id uint64, _ int64) { posted = id }
+	if err := n.c.WaitHeight(n.ctx, 8); err != nil { // blocks to measure the block time on
+		t.Fatal(err)
+	}
 	var lines []string
 	res, err := cl.RunFinetune(n.ctx, j, func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }, nil)
 	if err == nil || !strings.Contains(err.Error(), "expired") || res == nil || res.Outcome != "expired" || res.Refunded == nil || res.Refunded.IsZero() {
@@ -429,7 +432,13 @@ func TestRunFinetunePostsAndExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The windows were sized with the chain's measured block time (its
+	// timeout_commit is 200 ms; blocks take that or a little more).
+	if res.BlockTime < 150*time.Millisecond || res.BlockTime > 2*time.Second {
+		t.Fatalf("block time %s on a chain of 200 ms blocks", res.BlockTime)
+	}
 	p := genesis.DefaultParams()
+	j.BlockTime = res.BlockTime
 	want, err := PlanFinetune(j, &p)
 	if err != nil {
 		t.Fatal(err)
