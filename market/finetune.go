@@ -444,24 +444,6 @@ func (k *Keeper) settleGames(j *Job, stage uint16, t *verifier.Task, pay []types
 			})
 		}
 	}
-	if !t.FeePaid {
-		share := j.stageFee()
-		k.esc.ReleaseToFeePool(j.ID, share)
-		t.FeePaid = true
-		j.FeeSpent = new(uint256.Int).Add(j.feeSpent(), share)
-	}
-	t.Status = verifier.TaskSettled
-	t.Verdict = verdict
-	k.ver.SetTask(j.ID, stage, t)
-	j.Paid.Add(j.Paid, paid)
-	j.Refunded.Add(j.Refunded, refund)
-	j.Settled++
-	if !paid.IsZero() {
-		j.Verified++
-	}
-	k.setJob(j)
-	k.emit(EventTaskSettled{Job: j.ID, Stage: stage, Outcome: outcome, Result: verdict, Paid: paid, Refund: refund})
-	if j.Settled == j.Stages {
-		k.complete(j)
-	}
+	k.payStageFee(j, t)
+	k.closeTask(j, stage, t, outcome, verdict, paid, refund, !paid.IsZero())
 }

@@ -656,30 +656,49 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 		k.esc.Jail(t.CanaryBy, until, false)
 		k.emit(escrow.EventValidatorJailed{Operator: t.CanaryBy, Until: until, Reason: "false canary answer for job " + strconv.FormatUint(j.ID, 10), Slashed: new(uint256.Int)})
 	}
-	if outcome == "agreed" && !t.FeePaid {
-		share := j.stageFee()
-		k.esc.ReleaseToFeePool(j.ID, share)
-		t.FeePaid = true
-		j.FeeSpent = new(uint256.Int).Add(j.feeSpent(), share)
+	if outcome == "agreed" {
+		k.payStageFee(j, t)
 	}
+	if k.closeTask(j, stage, t, outcome, verdict, paid, refund, decided) {
+		return
+	}
+	if j.Kind == KindPipeline {
+		k.advance(j, stage, decided, verdict)
+	}
+}
+
+// payStageFee pays the stage's share of the validator fee to the fee
+// pool, once (a stage decided by a vote paid it to its voters instead).
+func (k *Keeper) payStageFee(j *Job, t *verifier.Task) {
+	if t.FeePaid {
+		return
+	}
+	share := j.stageFee()
+	k.esc.ReleaseToFeePool(j.ID, share)
+	t.FeePaid = true
+	j.FeeSpent = new(uint256.Int).Add(j.feeSpent(), share)
+}
+
+// closeTask records that a task settled on outcome (verified: on a
+// verified result) with what it paid and refunded, and completes the job
+// when it was its last stage (reported true).
+func (k *Keeper) closeTask(j *Job, stage uint16, t *verifier.Task, outcome string, verdict types.Hash, paid, refund *uint256.Int, verified bool) bool {
 	t.Status = verifier.TaskSettled
 	t.Verdict = verdict
 	k.ver.SetTask(j.ID, stage, t)
 	j.Paid.Add(j.Paid, paid)
 	j.Refunded.Add(j.Refunded, refund)
 	j.Settled++
-	if decided {
+	if verified {
 		j.Verified++
 	}
 	k.setJob(j)
 	k.emit(EventTaskSettled{Job: j.ID, Stage: stage, Outcome: outcome, Result: verdict, Paid: paid, Refund: refund})
 	if j.Settled == j.Stages {
 		k.complete(j)
-		return
+		return true
 	}
-	if j.Kind == KindPipeline {
-		k.advance(j, stage, decided, verdict)
-	}
+	return false
 }
 
 // advance moves a pipeline on once stage has settled. On a decided result
