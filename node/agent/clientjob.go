@@ -280,23 +280,9 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 						c.stream(ctx, first, id, onText, streamed, progress)
 					}()
 				}
-			case market.EventSlotReassigned{}.EventType():
-				var e market.EventSlotReassigned
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					c.serveInput(ctx, []string{e.To.Hex()}, progress)
-				}
-			case market.EventTaskSettled{}.EventType():
-				var e market.EventTaskSettled
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					out.Outcome, out.Result = e.Outcome, e.Result
-					progress("settled (%s) at height %d: %s paid to providers, %s refunded", e.Outcome, b.Height,
-						types.FormatAmount(e.Paid), types.FormatAmount(e.Refund))
-				}
-			case market.EventJobExpired{}.EventType():
-				var e market.EventJobExpired
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					out.Outcome, out.Refunded, out.Completed = "expired", e.Refund, b.Height
-					return out, fmt.Errorf("job %d expired: %s; %s refunded (ogpu query why-no-bids %d explains)", id, e.Reason, types.FormatAmount(e.Refund), id)
+			case market.EventSlotReassigned{}.EventType(), market.EventTaskSettled{}.EventType(), market.EventJobExpired{}.EventType():
+				if err := c.followCommon(ctx, ev, b.Height, id, progress, &out.Outcome, &out.Result, &out.Refunded, &out.Completed); err != nil {
+					return out, err
 				}
 			case market.EventJobCompleted{}.EventType():
 				var e market.EventJobCompleted
@@ -324,6 +310,34 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 		}
 	}
 	return out, ctx.Err()
+}
+
+// followCommon handles the events of job id that every follower handles
+// alike: a reassigned slot's provider is dialed for the input, a settled
+// task sets the outcome and result, an expiry ends the job (the error).
+func (c *Client) followCommon(ctx context.Context, ev abci.Event, height int64, id uint64, progress Progress,
+	outcome *string, result *types.Hash, refunded **uint256.Int, completed *int64) error {
+	switch ev.Type {
+	case market.EventSlotReassigned{}.EventType():
+		var e market.EventSlotReassigned
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			c.serveInput(ctx, []string{e.To.Hex()}, progress)
+		}
+	case market.EventTaskSettled{}.EventType():
+		var e market.EventTaskSettled
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			*outcome, *result = e.Outcome, e.Result
+			progress("settled (%s) at height %d: %s paid to providers, %s refunded", e.Outcome, height,
+				types.FormatAmount(e.Paid), types.FormatAmount(e.Refund))
+		}
+	case market.EventJobExpired{}.EventType():
+		var e market.EventJobExpired
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			*outcome, *refunded, *completed = "expired", e.Refund, height
+			return fmt.Errorf("job %d expired: %s; %s refunded (ogpu query why-no-bids %d explains)", id, e.Reason, types.FormatAmount(e.Refund), id)
+		}
+	}
+	return nil
 }
 
 // reportEvent describes the events of job id common to every kind of job

@@ -559,23 +559,9 @@ func (c *Client) followFinetune(ctx context.Context, id uint64, from int64, j Fi
 						progress("%s finished training: model %x", first.Hex(), h[:8])
 					}()
 				}
-			case market.EventSlotReassigned{}.EventType():
-				var e market.EventSlotReassigned
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					c.serveInput(ctx, []string{e.To.Hex()}, progress)
-				}
-			case market.EventTaskSettled{}.EventType():
-				var e market.EventTaskSettled
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					out.Outcome, out.Result = e.Outcome, e.Result
-					progress("settled (%s) at height %d: %s paid to providers, %s refunded", e.Outcome, b.Height,
-						types.FormatAmount(e.Paid), types.FormatAmount(e.Refund))
-				}
-			case market.EventJobExpired{}.EventType():
-				var e market.EventJobExpired
-				if types.DecodeEvent(ev, &e) == nil && e.Job == id {
-					out.Outcome, out.Refunded, out.Completed = "expired", e.Refund, b.Height
-					return fmt.Errorf("job %d expired: %s; %s refunded (ogpu query why-no-bids %d explains)", id, e.Reason, types.FormatAmount(e.Refund), id)
+			case market.EventSlotReassigned{}.EventType(), market.EventTaskSettled{}.EventType(), market.EventJobExpired{}.EventType():
+				if err := c.followCommon(ctx, ev, b.Height, id, progress, &out.Outcome, &out.Result, &out.Refunded, &out.Completed); err != nil {
+					return err
 				}
 			case market.EventJobCompleted{}.EventType():
 				var e market.EventJobCompleted
