@@ -228,7 +228,7 @@ func (d *devnet) startProvider(p *provider, configure func(*agent.ProviderConfig
 	cfg := agent.ProviderConfig{
 		Chain: d.c, Key: p.acct.key, Host: p.host, Store: p.store, LLM: d.llm, Strategy: p.price,
 		Attributes: d.attrs, Bond: types.OGPU(200), StateDir: filepath.Join(d.home, "p2p", p.acct.name, "state"),
-		Logger: d.logger(p.acct.name), Pipeline: true,
+		Logger: d.logger(p.acct.name), Pipeline: true, Finetune: true,
 	}
 	if p.store.Has(d.model) {
 		cfg.Models = []types.Hash{d.model}

@@ -40,7 +40,7 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 		name string
 		fund uint64
 	}{{"alice", 1000}, {"bob", 100}, {"carol", 0}, {"prov1", 500}, {"prov2", 500}, {"prov3", 500},
-		{"prov4", 500}, {"prov5", 500}, {"prov6", 500}, {"prov7", 500}} {
+		{"prov4", 500}, {"prov5", 500}, {"prov6", 500}, {"prov7", 500}, {"prov8", 500}, {"prov9", 500}} {
 		key, err := crypto.GenerateKey()
 		if err != nil {
 			return nil, err

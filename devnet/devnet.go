@@ -114,6 +114,8 @@ type Report struct {
 	Gateway *GatewayReport
 	// Console is round 6: a job posted through the web console.
 	Console *ConsoleReport
+	// Finetune is round 8: fine-tune jobs, agreed and with a liar.
+	Finetune *FinetuneReport
 	// Metrics are the ogpu_app_* families scraped from the devnet's
 	// /metrics after each round, summed over their labels.
 	Metrics []map[string]float64
@@ -176,6 +178,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 		d.bridgeRound,
 		d.consoleRound,
 		d.gatewayRound,
+		d.finetuneRound,
 	}); err != nil {
 		return nil, err
 	}

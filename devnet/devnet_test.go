@@ -26,7 +26,7 @@ func TestDevnet(t *testing.T) {
 	if _, err := agent.FindModel(); err != nil {
 		t.Fatalf("the devnet needs the shared model: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	rep, err := Run(ctx, &out, Options{Threads: 1})
@@ -132,22 +132,32 @@ func TestDevnet(t *testing.T) {
 			t.Errorf("receipt %d of %s judged wrong=%v (the liar is %s)", i, r.Receipt.Provider, wrong, gw.Liar)
 		}
 	}
+	// Round 8: two providers agreed on alice's fine-tune, and the model
+	// learned her phrase; a provider that perturbed one step was located
+	// at that step by bisection and slashed.
+	ft := rep.Finetune
+	if ft == nil || ft.Agreed == nil || ft.Agreed.Outcome != "agreed" || !strings.Contains(ft.After, "Ziggy") || strings.Contains(ft.Before, "Ziggy") {
+		t.Fatalf("fine-tune round: %+v", ft)
+	}
+	if ft.Liar == nil || ft.Liar.Outcome != "game" || ft.Game == nil || ft.Game.Hi != ft.LieAt || !ft.LiarSlashed || ft.Liar.Final == (types.Hash{}) {
+		t.Fatalf("fine-tune liar: %+v, game %+v", ft.Liar, ft.Game)
+	}
 	// The devnet's /metrics moved with the rounds: jobs, bids and awards
 	// grow, the liars' slashes and the session are counted.
-	if len(rep.Metrics) != 7 {
-		t.Fatalf("metrics after %d rounds, want 7", len(rep.Metrics))
+	if len(rep.Metrics) != 8 {
+		t.Fatalf("metrics after %d rounds, want 8", len(rep.Metrics))
 	}
-	first, last := rep.Metrics[0], rep.Metrics[6]
+	first, last := rep.Metrics[0], rep.Metrics[7]
 	for _, f := range []string{"ogpu_app_jobs_posted_total", "ogpu_app_bids_total", "ogpu_app_awards_total", "ogpu_app_height"} {
 		if first[f] <= 0 || last[f] <= first[f] {
-			t.Errorf("%s: %g after round 1, %g after round 7: want it positive and growing", f, first[f], last[f])
+			t.Errorf("%s: %g after round 1, %g after round 8: want it positive and growing", f, first[f], last[f])
 		}
 	}
 	// Blocks are timed and auctions closed; the agents moved blobs; the
 	// state series read the chain at every block.
 	for _, f := range []string{"ogpu_app_finalize_block_seconds_count", "ogpu_app_auctions_closed_total"} {
 		if first[f] <= 0 || last[f] <= first[f] {
-			t.Errorf("%s: %g after round 1, %g after round 6: want it positive and growing", f, first[f], last[f])
+			t.Errorf("%s: %g after round 1, %g after round 8: want it positive and growing", f, first[f], last[f])
 		}
 	}
 	if last["ogpu_blob_bytes_total"] <= 0 || last["ogpu_app_bonded_ogpu"] <= 0 || last["ogpu_app_state_query_errors_total"] != 0 {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/runtime/stagehost"
 )
 
@@ -12,5 +13,6 @@ import (
 // processes of the running executable).
 func TestMain(m *testing.M) {
 	stagehost.MaybeServe()
+	train.MaybeWorker()
 	os.Exit(m.Run())
 }

@@ -44,7 +44,8 @@ import (
 //     bracket of games, each bisected to one step that the validators
 //     re-execute (package finetune). A game's losers are slashed
 //     fraud_slash_bps and tombstoned when it is decided (silence in a
-//     game costs the same, T6); when the bracket is done the surviving
+//     game costs the same, T6), the client compensated at most the slot's
+//     price (what it paid for the disproven work, §4 rule 4); when the bracket is done the surviving
 //     slots are paid and the others' payments refunded ("game"), or, on a
 //     class failure (no 2/3 among the validators), every slot is refunded
 //     and nobody more is slashed ("class_failure", T9).
@@ -396,7 +397,11 @@ func (k *Keeper) gameDecided(d *finetune.Decided) {
 		} else {
 			why += " at step " + strconv.FormatUint(d.Step, 10)
 		}
-		k.slash(j, d.Stage, l, k.p.FraudSlashBps, "fraud: fine-tune game "+d.Outcome, true)
+		// §4 rule 4: the client is compensated at most what it paid for
+		// the disproven work (the slot's price); the rest is burned.
+		res := k.esc.SlashCapped(l, k.p.FraudSlashBps, j.Client, k.p.CompensationBps, j.Prices[d.Stage])
+		j.Compensated.Add(j.Compensated, res.Compensation)
+		k.emit(EventSlashed{Account: l, Job: j.ID, Stage: d.Stage, Amount: res.Slashed, Compensation: res.Compensation, Burned: res.Burned, Reason: "fraud: fine-tune game " + d.Outcome})
 		k.jailProvider(l, k.ctx.Height+k.p.ProviderJailBlocks, true, why)
 	}
 	k.setJob(j)

@@ -29,7 +29,16 @@ the cap) before and after each:
      equals the whole model's, the chain disputes the stage whose outputs
      differ on the same input, the validator agent re-executes it, the liar
      is slashed and the honest next stage of its chain is paid. Split
-     inference is not confidential.
+     inference is not confidential;
+  5. a trip through the Ethereum bridge on a simulated Ethereum;
+  6. a job posted through the web console's form;
+  7. the OpenAI-compatible gateway over a session lease, whose lying
+     provider is caught and slashed;
+  8. a fine-tune job: two providers train the model's LM head on a text the
+     client wrote, agree, and the client generates with the model (the
+     text's phrase appears); then a provider perturbs one training step,
+     the step-bisection game locates it, the validator re-executes that one
+     step and the liar is slashed.
 
 Nothing outside the temporary home is touched.`,
 		Args: cobra.NoArgs,
