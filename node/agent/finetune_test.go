@@ -65,7 +65,7 @@ func (n *testNet) postFinetune(c *Client, data []byte, r uint16) (uint64, *marke
 	msg := &market.MsgPostJob{Kind: market.KindFinetune, Mode: market.ModeAuction, Model: n.model, ModelSize: uint64(st.Size()),
 		Stages: 1, Redundancy: r, MaxPrice: types.OGPU(5), Input: in, Finetune: terms,
 		Req:     market.Requirements{MinStake: types.OGPU(100), Class: train.BuildClass()},
-		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 60, Verify: 15}}
+		Windows: market.Windows{Bid: 4, Reveal: 3, Execute: 100, Verify: 15}}
 	_, posted, err := c.postJob(n.ctx, msg, RuntimeTrain, in)
 	if err != nil {
 		n.t.Fatal(err)
@@ -146,7 +146,10 @@ func TestFinetuneJobEndToEnd(t *testing.T) {
 // tombstoned, and the honest provider is paid.
 func TestFinetuneLiarCaughtByBisection(t *testing.T) {
 	n := newTestNet(t)
-	const k = 9
+	// A late step: the liar trains on from its perturbed weights one step
+	// per worker (ftwork.RunPerturbed), which under the race detector
+	// takes about a second a step; the game finds any step alike.
+	const k = 21
 	honest := n.finetuneProvider("prov1", 0)
 	liar := n.finetuneProvider("mal1", k)
 	c := n.client()
