@@ -61,6 +61,9 @@ type App struct {
 
 	// extender makes this validator's vote extensions (voteext.go).
 	extender Extender
+
+	// sigs are the transactions whose signature verified (sigcache.go).
+	sigs *sigCache
 }
 
 // Option configures an App.
@@ -75,7 +78,7 @@ func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
 
 // NewApp returns the application over tree, which holds the committed state.
 func NewApp(tree *store.Tree, opts ...Option) *App {
-	a := &App{tree: tree, logger: log.NewNopLogger()}
+	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache()}
 	for _, o := range opts {
 		o(a)
 	}
@@ -257,6 +260,7 @@ func (a *App) busy(params genesis.Params, c txClass, need uint64) *abci.CheckTxR
 // Proposals are made and checked between one Commit and the next
 // FinalizeBlock, so the working tree is the last committed state.
 func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalRequest) (*abci.PrepareProposalResponse, error) {
+	a.sigs.prewarm(req.Txs)
 	sim := store.NewCache(a.tree)
 	env := blockEnv{height: uint64(req.Height)}
 	params := getParams(a.tree)
@@ -302,6 +306,7 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 // nonce) are not grounds for rejection: FinalizeBlock records them as
 // failed.
 func (a *App) ProcessProposal(_ context.Context, req *abci.ProcessProposalRequest) (*abci.ProcessProposalResponse, error) {
+	a.sigs.prewarm(req.Txs) // for FinalizeBlock, while the votes gather
 	params := getParams(a.tree)
 	reject := &abci.ProcessProposalResponse{Status: abci.PROCESS_PROPOSAL_STATUS_REJECT}
 	var gas uint64
@@ -343,6 +348,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 	if want := a.tree.Version() + 1; a.tree.Version() > 0 && req.Height != want {
 		return nil, fmt.Errorf("finalize block %d: the application is at height %d", req.Height, a.tree.Version())
 	}
+	a.sigs.prewarm(req.Txs)
 	block := store.NewCache(a.tree)
 	env := blockEnv{height: uint64(req.Height), hash: req.Hash}
 	params := getParams(block)

@@ -420,7 +420,7 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	if bal := escrow.NewKeeper(kv).Balance(body.From); bal.Lt(body.Fee) {
 		return fail(stageRejected, gas, fmt.Errorf("cannot pay the fee: %w", types.ErrInsufficientFunds.Wrapf("%s has %s, the fee is %s", body.From, types.FormatAmount(bal), types.FormatAmount(body.Fee))))
 	}
-	if err := tx.VerifySignature(); err != nil {
+	if err := a.sigs.verify(bz, tx); err != nil {
 		return fail(stageRejected, gas, err)
 	}
 

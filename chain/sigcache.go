@@ -1,0 +1,106 @@
+package chain
+
+import (
+	"crypto/sha256"
+	"runtime"
+	"sync"
+
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// The signature cache.
+//
+// CheckTx, the mempool's recheck after every block, PrepareProposal and
+// FinalizeBlock each run every check of a transaction, and the costliest
+// is the secp256k1 recovery of its signature (about half the CPU of a
+// block of transfers, measured in issue 17). The App keeps the
+// transactions whose signature verified, by the sha256 of their bytes, so
+// that each is recovered once on a node.
+//
+// It is not state and cannot make nodes differ: a transaction's bytes
+// hold its body (sender included) and its signature, so a hit answers
+// exactly what verifying again would. Only successes are kept (a bad
+// signature is refused after the cheap checks every time, as before).
+// It is bounded: a ring of sigCacheSize entries, the oldest forgotten
+// first, about 2.5 MB.
+//
+// A block's signatures are verified in parallel before it runs (prewarm,
+// from ProcessProposal, PrepareProposal and FinalizeBlock): a pure
+// function of each transaction's bytes whose only effect is to fill the
+// cache; the transactions still execute one after another, in order, and
+// read nothing but "these exact bytes verified".
+type sigCache struct {
+	mu   sync.Mutex
+	seen map[[32]byte]struct{}
+	ring [][32]byte
+	next int
+}
+
+// sigCacheSize bounds the cache: several blocks and a full mempool.
+const sigCacheSize = 1 << 16
+
+func newSigCache() *sigCache {
+	return &sigCache{seen: make(map[[32]byte]struct{}, sigCacheSize), ring: make([][32]byte, 0, sigCacheSize)}
+}
+
+func (c *sigCache) has(k [32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.seen[k]
+	return ok
+}
+
+func (c *sigCache) add(k [32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seen[k]; ok {
+		return
+	}
+	if len(c.ring) < sigCacheSize {
+		c.ring = append(c.ring, k)
+	} else {
+		delete(c.seen, c.ring[c.next])
+		c.ring[c.next] = k
+		c.next = (c.next + 1) % sigCacheSize
+	}
+	c.seen[k] = struct{}{}
+}
+
+// verify is tx.VerifySignature for the transaction encoded as bz,
+// answered from the cache when these bytes verified before.
+func (c *sigCache) verify(bz []byte, tx *types.Tx) error {
+	k := sha256.Sum256(bz)
+	if c.has(k) {
+		return nil
+	}
+	if err := tx.VerifySignature(); err != nil {
+		return err
+	}
+	c.add(k)
+	return nil
+}
+
+// prewarm verifies the signatures of txs not yet in the cache on all
+// CPUs and keeps those that verify. Bytes that do not decode are left to
+// runTx, which refuses them with its own message.
+func (c *sigCache) prewarm(txs [][]byte) {
+	todo := make(chan []byte, len(txs))
+	for _, bz := range txs {
+		if !c.has(sha256.Sum256(bz)) {
+			todo <- bz
+		}
+	}
+	close(todo)
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for bz := range todo {
+				if tx, err := types.DecodeTx(bz); err == nil && tx.VerifySignature() == nil {
+					c.add(sha256.Sum256(bz))
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
