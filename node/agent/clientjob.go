@@ -259,20 +259,8 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 			reportEvent(ev, id, false, progress)
 			switch ev.Type {
 			case market.EventJobAwarded{}.EventType():
-				var e market.EventJobAwarded
-				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
-					continue
-				}
-				progress("awarded at height %d: %s at %s each; results due by %d",
-					b.Height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), e.CommitDeadline)
-				if out.Awarded == 0 {
-					out.Awarded = b.Height
-				}
-				c.serveInput(ctx, e.Providers, progress)
-				if len(e.Providers) == 0 {
-					continue
-				}
-				if first, err := types.ParseAddress(e.Providers[0]); err == nil {
+				first, ok := c.followAward(ctx, ev, b.Height, id, "results", progress, &out.Awarded)
+				if ok {
 					out.StreamedFrom = first
 					streams.Add(1)
 					go func() {
@@ -310,6 +298,29 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 		}
 	}
 	return out, ctx.Err()
+}
+
+// followAward handles an award of job id (an EventJobAwarded, any job):
+// it reports it (what is due by the commit deadline: due), records the
+// first award's height in awarded, dials the winners for the input, and
+// returns the first winner, whose stream the follower opens (ok false: not
+// this job's award, or no winner).
+func (c *Client) followAward(ctx context.Context, ev abci.Event, height int64, id uint64, due string, progress Progress, awarded *int64) (types.Address, bool) {
+	var e market.EventJobAwarded
+	if types.DecodeEvent(ev, &e) != nil || e.Job != id {
+		return types.Address{}, false
+	}
+	progress("awarded at height %d: %s at %s each; %s due by %d",
+		height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), due, e.CommitDeadline)
+	if *awarded == 0 {
+		*awarded = height
+	}
+	c.serveInput(ctx, e.Providers, progress)
+	if len(e.Providers) == 0 {
+		return types.Address{}, false
+	}
+	first, err := types.ParseAddress(e.Providers[0])
+	return first, err == nil
 }
 
 // followCommon handles the events of job id that every follower handles

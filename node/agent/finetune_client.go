@@ -525,20 +525,8 @@ func (c *Client) followFinetune(ctx context.Context, id uint64, from int64, j Fi
 			reportEvent(ev, id, false, progress)
 			switch ev.Type {
 			case market.EventJobAwarded{}.EventType():
-				var e market.EventJobAwarded
-				if types.DecodeEvent(ev, &e) != nil || e.Job != id {
-					continue
-				}
-				progress("awarded at height %d: %s at %s each; checkpoint roots due by %d",
-					b.Height, strings.Join(e.Providers, ", "), types.FormatAmount(e.Price), e.CommitDeadline)
-				if out.Awarded == 0 {
-					out.Awarded = b.Height
-				}
-				c.serveInput(ctx, e.Providers, progress)
-				if len(e.Providers) == 0 || out.StreamedFrom != (types.Address{}) {
-					continue
-				}
-				if first, err := types.ParseAddress(e.Providers[0]); err == nil {
+				first, ok := c.followAward(ctx, ev, b.Height, id, "checkpoint roots", progress, &out.Awarded)
+				if ok && out.StreamedFrom == (types.Address{}) {
 					out.StreamedFrom = first
 					streams.Add(1)
 					go func() {
