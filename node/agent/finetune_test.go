@@ -11,6 +11,7 @@ import (
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/runtime/llm/train"
 	"github.com/ogpu-network/ogpu/types"
@@ -137,6 +138,21 @@ func TestFinetuneJobEndToEnd(t *testing.T) {
 	}
 	if err := FetchCheckpoint(n.ctx, sh, spid, id, 0, terms.Steps, filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "may not fetch") {
 		t.Fatalf("a stranger fetched the client's model: %v", err)
+	}
+	// T13: nor may a co-provider, which could copy checkpoints instead of
+	// training (here after the job; before its commitment it is refused
+	// by the same rule), nor the validator while no game is on (T14).
+	for _, who := range []struct {
+		name string
+		h    *p2p.Host
+	}{{"the co-provider", p2.host}, {"the validator outside a game", n.validator.Host}} {
+		pid, err := connectProvider(n.ctx, who.h, c.Chain, p1.agent.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := FetchCheckpoint(n.ctx, who.h, pid, id, 0, 5, filepath.Join(t.TempDir(), "y")); err == nil || !strings.Contains(err.Error(), "may not fetch") {
+			t.Fatalf("%s fetched a checkpoint: %v", who.name, err)
+		}
 	}
 }
 
