@@ -119,6 +119,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 4x -count 3 ./runtime/stagehost
 	$(GO) test -run '^$$' -bench . -count 3 ./split
 	$(GO) test -run '^$$' -bench BenchmarkGatewaySession -benchtime 20x -count 3 ./gateway
+	$(GO) test -run '^$$' -bench OpenCheckpoints -benchtime 200x -count 3 ./finetune
+	$(GO) test -run '^$$' -bench TrainStep -benchtime 100x -benchmem -count 3 ./runtime/llm/train
+	$(GO) test -run '^$$' -bench ValidatorVsRun -benchtime 3x -count 3 ./runtime/llm/train
+	$(GO) test -run '^$$' -bench CheckStepVsRun -benchtime 3x -count 3 ./node/ftwork
 
 # Every benchmark of make bench, once, at its smallest size: part of make
 # test, so that a benchmark (an anchor of docs/benchmarks.md) cannot break
@@ -132,6 +136,9 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 1x -count 1 ./runtime/stagehost
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./split
 	$(GO) test -run '^$$' -bench BenchmarkGatewaySession -benchtime 1x -count 1 ./gateway
+	$(GO) test -run '^$$' -bench OpenCheckpoints -benchtime 1x -count 1 ./finetune
+	$(GO) test -run '^$$' -bench 'TrainStep|ValidatorVsRun' -benchtime 1x -count 1 ./runtime/llm/train
+	$(GO) test -run '^$$' -bench CheckStepVsRun -benchtime 1x -count 1 ./node/ftwork
 
 # Tokens/s of the LEVEL build against -march=native, alternating in one run.
 bench-level:
