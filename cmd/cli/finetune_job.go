@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ogpu-network/ogpu/internal/progress"
 	"github.com/ogpu-network/ogpu/node/agent"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -137,10 +137,10 @@ func runFinetuneJob(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	defer closeFn()
-	bar := newTrainingBar(cmd.ErrOrStderr())
-	j.OnStep = bar.step
-	res, err := cl.RunFinetune(ctx, j, bar.line, bar.epoch)
-	bar.end()
+	bar := progress.NewTraining(cmd.ErrOrStderr())
+	j.OnStep = bar.Step
+	res, err := cl.RunFinetune(ctx, j, bar.Line, bar.Epoch)
+	bar.End()
 	if err != nil {
 		return err
 	}
@@ -166,56 +166,6 @@ func runFinetuneJob(ctx context.Context, cmd *cobra.Command) error {
 			types.FormatAmount(res.Paid), types.FormatAmount(res.Refunded), types.FormatAmount(res.Compensated),
 			types.FormatAmount(res.ValidatorFee), res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
 	})
-}
-
-// trainingBar draws a fine-tune job's progress on w: chain events and
-// epoch lines each on a line of their own, the streamed steps as one bar
-// redrawn in place ("training [#######             ]  35%  step 14/40").
-type trainingBar struct {
-	mu    sync.Mutex
-	w     io.Writer
-	drawn bool
-}
-
-func newTrainingBar(w io.Writer) *trainingBar { return &trainingBar{w: w} }
-
-// clear ends the bar's line before other text.
-func (b *trainingBar) clear() {
-	if b.drawn {
-		fmt.Fprintln(b.w)
-		b.drawn = false
-	}
-}
-
-func (b *trainingBar) line(format string, a ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.clear()
-	fmt.Fprintf(b.w, format+"\n", a...)
-}
-
-func (b *trainingBar) epoch(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.clear()
-	fmt.Fprintln(b.w, line)
-}
-
-func (b *trainingBar) step(s, n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if n <= 0 || s > n {
-		return
-	}
-	k := s * 20 / n
-	fmt.Fprintf(b.w, "\rtraining [%s%s] %3d%%  step %d/%d", strings.Repeat("#", k), strings.Repeat(" ", 20-k), s*100/n, s, n)
-	b.drawn = true
-}
-
-func (b *trainingBar) end() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.clear()
 }
 
 // finetuneResult is `ogpu job result ID` for a fine-tune job: fetch the

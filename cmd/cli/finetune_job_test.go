@@ -113,24 +113,6 @@ func TestJobRunFinetuneRefuses(t *testing.T) {
 	}
 }
 
-// The bar redraws in place and steps aside for event and epoch lines.
-func TestTrainingBar(t *testing.T) {
-	var w bytes.Buffer
-	b := newTrainingBar(&w)
-	b.line("posted job %d", 1)
-	b.step(5, 10)
-	b.step(10, 10)
-	b.epoch("epoch 1/1 loss 1.0000 val 0.0000")
-	b.step(11, 10) // out of range: ignored
-	b.step(3, 10)
-	b.end()
-	want := "posted job 1\n\rtraining [##########          ]  50%  step 5/10\rtraining [####################] 100%  step 10/10\nepoch 1/1 loss 1.0000 val 0.0000\n" +
-		"\rtraining [######              ]  30%  step 3/10\n"
-	if w.String() != want {
-		t.Fatalf("got %q\nwant %q", w.String(), want)
-	}
-}
-
 // On a real chain: the command posts the planned job, which expires
 // without a training provider; `ogpu job result` then says there is no
 // model to fetch rather than trying inference's text.
