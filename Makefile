@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 # Packages with goroutines of their own: run under the race detector.
-RACE_PKGS ?= ./chain/... ./store/... ./node/... ./cmd/... ./devnet/... ./wallet/... ./runtime/... ./split/... ./gateway/... ./console/... ./metrics/...
+RACE_PKGS ?= ./chain/... ./internal/... ./store/... ./node/... ./cmd/... ./devnet/... ./wallet/... ./runtime/... ./split/... ./gateway/... ./console/... ./metrics/...
 FUZZTIME  ?= 30s
 # LEVEL is the x86-64 micro-architecture level llama.cpp's ggml (runtime/llm)
 # is compiled for: x86-64 (ollama's stock build: -O3, no SIMD beyond SSE2),
