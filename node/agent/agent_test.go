@@ -164,9 +164,12 @@ func (n *testNet) provider(name string, perTokenMilli uint64, lie bool) *testPro
 }
 
 // providerWith starts a provider agent pricing with strategy.
-func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool) *testProvider {
+func (n *testNet) providerWith(name string, strategy pricing.Strategy, lie bool, tweaks ...func(*ProviderConfig)) *testProvider {
 	n.t.Helper()
 	return n.startProvider(name, func(store *blobstore.Store, cfg *ProviderConfig) {
+		for _, tweak := range tweaks {
+			tweak(cfg)
+		}
 		hash, err := store.PutFile(n.modelPath)
 		if err != nil {
 			n.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holiman/uint256"
@@ -530,23 +531,13 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 	p, l, m := ss.p, ss.l, ss.m
 	credit := p.sessionCredit()
 	var sent []int
-	covered := uint64(0) // output tokens the vouchers held pay for
 	var stop error
-	take := func(msg clientMsg) error {
-		if msg.Request != nil || msg.Voucher == nil {
-			return errors.New("while a request runs the client sends vouchers only")
-		}
-		cov, err := ss.interim(msg, q.Seq, prepaid, pout, uint64(len(sent)))
-		if err != nil {
-			return err
-		}
-		covered = max(covered, cov)
-		return nil
-	}
 	t0 := time.Now()
-	// Token lines go out from a writer of their own: the decode loop
-	// does not wait on the stream (the credit still bounds how far it
-	// runs ahead of the vouchers).
+	// The interim vouchers are checked and stored by a goroutine of their
+	// own and the token lines go out from another: the decode loop waits
+	// on neither the disk nor the stream, only on the credit (it runs at
+	// most credit tokens ahead of the vouchers).
+	vt := ss.takeVouchers(q.Seq, prepaid, pout)
 	pipe := newTokenPipe(ss.c, int(credit)+16)
 	_, err := m.Generate(ctx, llm.Request{Prompt: prompt, MaxTokens: int(q.MaxTokens)}, func(tok int, piece string) error {
 		if p.cfg.Lie && len(sent) == 2 && !m.IsEOG(tok) {
@@ -555,6 +546,7 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 			piece = m.Piece(tok)
 		}
 		sent = append(sent, tok)
+		vt.generated.Store(uint64(len(sent))) // before the line: a voucher may answer it at once
 		t := tok
 		if err := pipe.send(providerMsg{Token: &t, Piece: piece}); err != nil {
 			return err
@@ -562,18 +554,9 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		if m.IsEOG(tok) || uint64(len(sent)) >= q.MaxTokens {
 			return nil
 		}
-		for drained := false; !drained; { // vouchers that came: taken without waiting
-			select {
-			case msg, ok := <-ss.in:
-				if !ok {
-					return errors.New("the client went away")
-				}
-				if err := take(msg); err != nil {
-					return err
-				}
-			default:
-				drained = true
-			}
+		covered, err := vt.state()
+		if err != nil {
+			return err
 		}
 		if uint64(len(sent)) < covered+credit {
 			return nil
@@ -582,11 +565,8 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		defer timer.Stop()
 		for uint64(len(sent)) >= covered+credit {
 			select {
-			case msg, ok := <-ss.in:
-				if !ok {
-					return errors.New("the client went away")
-				}
-				if err := take(msg); err != nil {
+			case <-vt.paid:
+				if covered, err = vt.state(); err != nil {
 					return err
 				}
 			case <-timer.C:
@@ -598,6 +578,9 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		}
 		return nil
 	})
+	if verr := vt.halt(); err == nil && verr != nil {
+		err = verr // a voucher refused after the last token
+	}
 	if werr := pipe.close(); err == nil && werr != nil {
 		err = werr // a token line did not go out: the stream broke
 	}
@@ -634,6 +617,80 @@ func (ss *sessionStream) generate(ctx context.Context, q *session.Request, promp
 		return err
 	}
 	return ss.awaitVoucher(ctx)
+}
+
+// voucherTaker takes the interim vouchers of one request while it
+// generates: each is checked and stored (a signature recovery and an
+// fsync) away from the decode loop, which reads only what they pay.
+type voucherTaker struct {
+	// generated is the output tokens sent so far (set by the decode loop).
+	generated atomic.Uint64
+	// paid is signalled whenever covered or err changes.
+	paid chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex
+	covered uint64 // output tokens the vouchers held pay for
+	err     error  // the first voucher refused, or the client gone
+}
+
+// takeVouchers starts taking request seq's interim vouchers from ss.in;
+// halt stops it before anything else reads ss.in.
+func (ss *sessionStream) takeVouchers(seq uint64, prepaid, pout *uint256.Int) *voucherTaker {
+	vt := &voucherTaker{paid: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(vt.done)
+		for {
+			var err error
+			select {
+			case <-vt.stop:
+				return
+			case msg, ok := <-ss.in:
+				switch {
+				case !ok:
+					err = errors.New("the client went away")
+				case msg.Request != nil || msg.Voucher == nil:
+					err = errors.New("while a request runs the client sends vouchers only")
+				default:
+					var cov uint64
+					if cov, err = ss.interim(msg, seq, prepaid, pout, vt.generated.Load()); err == nil {
+						vt.mu.Lock()
+						vt.covered = max(vt.covered, cov)
+						vt.mu.Unlock()
+					}
+				}
+			}
+			if err != nil {
+				vt.mu.Lock()
+				vt.err = err
+				vt.mu.Unlock()
+			}
+			select {
+			case vt.paid <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return vt
+}
+
+// state is what the vouchers taken so far pay for, or why they stopped.
+func (vt *voucherTaker) state() (covered uint64, err error) {
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	return vt.covered, vt.err
+}
+
+// halt stops taking vouchers and returns the first refused, if any.
+func (vt *voucherTaker) halt() error {
+	close(vt.stop)
+	<-vt.done
+	_, err := vt.state()
+	return err
 }
 
 // interim takes a voucher sent while request seq runs, after generated

@@ -822,3 +822,114 @@ func TestSessionLaneDies(t *testing.T) {
 		t.Fatalf("lanes %+v: want the dead one failed, the other in use", l)
 	}
 }
+
+// TestSessionInterimVouchers: while a request runs, the provider
+// generates at most its credit ahead of the vouchers, and takes the
+// interim vouchers off its decode loop with every check of S5: one paying
+// more than was sent, one lower than one given, one for another seq, or a
+// request instead of a voucher ends the request, and the lane keeps only
+// what the good vouchers paid.
+func TestSessionInterimVouchers(t *testing.T) {
+	n := newTestNet(t)
+	const credit = 4
+	milliTok := func(x uint64) pricing.PerToken { return pricing.PerToken{Base: milli(100), PerToken: milli(x)} }
+	prov := n.providerWith("prov1", milliTok(5), false, func(c *ProviderConfig) { c.SessionCredit = credit })
+	n.provider("prov2", 6, false)
+	cfg := n.sessionConfig()
+	sc, err := OpenSession(n.ctx, cfg, n.sessionOrder(types.OGPU(3)), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Disconnect()
+	v, key := sc.Session(), n.keys["client"]
+	r := n.raw(cfg.Host, prov, v, cfg.Model)
+	if st := r.first.Ready; st == nil || st.Credit != credit {
+		t.Fatalf("ready %+v: want credit %d", r.first, credit)
+	}
+	const p = "Once upon a time there was a dog"
+	// tokens reads exactly k token lines, then checks that no more come
+	// while the provider waits for a voucher.
+	tokens := func(k int) {
+		t.Helper()
+		for i := 0; i < k; i++ {
+			if m := r.read(); m.Token == nil {
+				t.Fatalf("token %d of %d: got %+v", i+1, k, m)
+			}
+		}
+		var m providerMsg
+		if err := r.c.read(&m, 300*time.Millisecond); err == nil {
+			t.Fatalf("a line beyond the credit: %+v", m)
+		}
+	}
+	start := func(seq uint64, owed *uint256.Int) *uint256.Int {
+		t.Helper()
+		prepaid := addCharge(owed, r.nIn(p), 0, r.pin, r.pout)
+		q, qsig := r.request(seq, p, 16, key)
+		vv, vsig := r.voucher(seq, prepaid, key)
+		r.send(clientMsg{Request: q, RequestSig: qsig, Prompt: p, Voucher: vv, VoucherSig: vsig})
+		tokens(credit)
+		return prepaid
+	}
+	interim := func(seq uint64, cum *uint256.Int) {
+		t.Helper()
+		vv, vsig := r.voucher(seq, cum, key)
+		r.send(clientMsg{Voucher: vv, VoucherSig: vsig})
+	}
+	paying := func(prepaid *uint256.Int, k uint64) *uint256.Int { return addCharge(prepaid, 0, k, nil, r.pout) }
+
+	// Each voucher moves the credit on by what it pays; the last tokens
+	// need none (max_tokens is reached): then receipt, voucher, ack.
+	prepaid := start(1, new(uint256.Int))
+	interim(1, paying(prepaid, 2))
+	tokens(2)
+	interim(1, paying(prepaid, 6))
+	tokens(4)
+	interim(1, paying(prepaid, 10))
+	tokens(4)
+	interim(1, paying(prepaid, 14))
+	toks, rc, _ := r.answer()
+	if len(toks) != 2 || rc.NOut != 16 {
+		t.Fatalf("the last %d tokens, receipt for %d: want 2 of 16", len(toks), rc.NOut)
+	}
+	owed := paying(prepaid, 16)
+	r.pay(1, owed, key)
+
+	// Each bad interim voucher ends its request; the lane holds the
+	// prepaid voucher and is owed no more (a new stream says so).
+	bad := []struct {
+		name, want string
+		send       func(seq uint64, prepaid *uint256.Int)
+	}{
+		{"a voucher paying more than was sent", "pays more than the 4 tokens sent so far", func(seq uint64, prepaid *uint256.Int) {
+			interim(seq, paying(prepaid, credit+1))
+		}},
+		{"a voucher below the one given", "is below one already given", func(seq uint64, prepaid *uint256.Int) {
+			interim(seq, new(uint256.Int).Sub(prepaid, uint256.NewInt(1)))
+		}},
+		{"a voucher for another seq", "it is for seq", func(seq uint64, prepaid *uint256.Int) {
+			interim(seq+1, paying(prepaid, 1))
+		}},
+		{"a voucher signed by another key", "not by the session's client", func(seq uint64, prepaid *uint256.Int) {
+			vv, vsig := r.voucher(seq, paying(prepaid, 1), n.keys["mal1"])
+			r.send(clientMsg{Voucher: vv, VoucherSig: vsig})
+		}},
+		{"a request instead of a voucher", "vouchers only", func(seq uint64, prepaid *uint256.Int) {
+			q, qsig := r.request(seq+1, p, 16, key)
+			r.send(clientMsg{Request: q, RequestSig: qsig, Prompt: p})
+		}},
+	}
+	seq := uint64(1)
+	for _, c := range bad {
+		seq++
+		prepaid := start(seq, owed)
+		c.send(seq, prepaid)
+		if m := r.read(); !strings.Contains(m.Error, c.want) {
+			t.Fatalf("%s: %+v, want the request ended with %q", c.name, m, c.want)
+		}
+		r = n.raw(cfg.Host, prov, v, cfg.Model)
+		if st := r.first.Ready; st == nil || st.Seq != seq || !st.Owed.Eq(prepaid) || !st.Held.Eq(prepaid) || st.Answered {
+			t.Fatalf("%s: ready %+v, want seq %d owed and holding the prepaid %s", c.name, r.first, seq, prepaid)
+		}
+		owed = prepaid
+	}
+}

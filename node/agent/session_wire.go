@@ -56,6 +56,15 @@ const (
 	// of the voucher paying them (rule 3: what a client can take unpaid is
 	// at most this many tokens).
 	DefaultSessionCredit = 64
+	// sessionTokenFlush is the least time between two writes of token
+	// lines (the first line of an answer and its last go at once). A
+	// model slower than one token per interval sends each token alone, as
+	// it is made; a faster one sends them in groups, so that the per-line
+	// work on the stream (the encoding, the transport's packets and the
+	// client's wakeups) does not take CPU from the decode loop on a
+	// machine with few cores: docs/benchmarks.md, "the gateway in session
+	// mode".
+	sessionTokenFlush = 8 * time.Millisecond
 )
 
 // sessionHello opens a stream.
@@ -221,18 +230,20 @@ func checkVoucher(v *session.Voucher, sig []byte, chainID string, sessionID uint
 
 // tokenPipe writes a request's token lines from a goroutine of its own,
 // so that the provider's decode loop never waits on the network: what
-// queued while a write was under way goes out in one Write. The lines are
+// queued while a write was under way, or within sessionTokenFlush of the
+// last write, goes out in one Write. The lines are
 // those of write, in order; close waits for the last of them.
 type tokenPipe struct {
-	c    *lineConn
-	q    chan providerMsg
-	done chan struct{}
-	mu   sync.Mutex
-	err  error
+	c       *lineConn
+	q       chan providerMsg
+	closing chan struct{} // closed by close: no more lines will come
+	done    chan struct{}
+	mu      sync.Mutex
+	err     error
 }
 
 func newTokenPipe(c *lineConn, depth int) *tokenPipe {
-	p := &tokenPipe{c: c, q: make(chan providerMsg, depth), done: make(chan struct{})}
+	p := &tokenPipe{c: c, q: make(chan providerMsg, depth), closing: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
 }
@@ -256,6 +267,7 @@ func (p *tokenPipe) send(m providerMsg) error {
 
 // close sends what is queued and returns the first write error.
 func (p *tokenPipe) close() error {
+	close(p.closing)
 	close(p.q)
 	<-p.done
 	return p.failed()
@@ -286,6 +298,14 @@ func (p *tokenPipe) run() {
 				p.fail(err)
 			}
 		}
+		// The next lines wait out the flush interval, unless the answer
+		// is complete: the last lines go at once.
+		t := time.NewTimer(sessionTokenFlush)
+		select {
+		case <-t.C:
+		case <-p.closing:
+		}
+		t.Stop()
 	}
 }
 
