@@ -106,6 +106,18 @@ type EventJobRevealing struct {
 
 func (EventJobRevealing) EventType() string { return "job_revealing" }
 
+// EventBidsRevealed: every one of the job's Bids sealed bids is revealed
+// after its bid window, so the auction closes at the end of block CloseAt
+// instead of RevealEnd (EventJobAwarded or EventJobExpired follows there).
+type EventBidsRevealed struct {
+	Job       uint64 `event:"job,index"`
+	Bids      uint64 `event:"bids"`
+	CloseAt   uint64 `event:"close_at"`
+	RevealEnd uint64 `event:"reveal_end"`
+}
+
+func (EventBidsRevealed) EventType() string { return "bids_revealed" }
+
 // EventJobAwarded is emitted per stage when the job starts: at the close,
 // or at the claim that fills a pool job's last task (EventTaskFilled). Providers is the
 // winners in rank order (a split job's: in replica-chain order, Providers[i]

@@ -161,8 +161,9 @@ func TestFinetuneAgreedIsPaid(t *testing.T) {
 	const steps = 40
 	id := n.awardFinetune(steps, prov1, prov2)
 	j := n.job(id)
-	// T10: the seed is the award block's, fixed by nobody's choice.
-	award := sha256.Sum256(be64(j.RevealEnd))
+	// T10: the seed is the award block's, fixed by nobody's choice: the
+	// block of the last bid reveal (BidEnd + 1), where the auction closed.
+	award := sha256.Sum256(be64(j.BidEnd + 1))
 	if j.TrainSeed != FinetuneSeed(j.Seal, award[:]) || j.TrainSeed == FinetuneSeed(j.Seal, nil) {
 		t.Fatalf("seed %d is not FinetuneSeed(seal, award block hash)", j.TrainSeed)
 	}

@@ -486,15 +486,10 @@ func (k *Keeper) canPayDeposit(from types.Address, what string) error {
 	return nil
 }
 
-func (k *Keeper) nextSeq(j *Job) uint64 {
-	var n uint64
-	for _, c := range j.Bids {
-		n += uint64(c)
-	}
-	return n
-}
+func (k *Keeper) nextSeq(j *Job) uint64 { return j.SealedBids() }
 
-// RevealBid opens a sealed bid during the reveal window.
+// RevealBid opens a sealed bid during the reveal window. The reveal of the
+// last sealed bid closes the auction at the end of its block (closeEarly).
 func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	j, err := k.job(m.Job)
 	if err != nil {
@@ -523,8 +518,34 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	b.Revealed, b.Price = true, m.Price.Clone()
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
 	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
+	j.Opened++
+	k.setJob(j)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
+	if j.AllRevealed(k.ctx.Height) {
+		k.closeEarly(j)
+	}
 	return nil
+}
+
+// closeEarly moves the close of auction j to the end of this block: every
+// sealed bid is revealed and the bid window is over, so no bid can enter
+// or leave the book any more (a reveal is taken once per sealed bid, a
+// sealed bid only up to BidEnd). Waiting for RevealEnd would change
+// nothing but the height. The close is the same close: it still checks
+// every winner's eligibility then (L1) and ranks the same book, and its
+// work is the deadline's, counted in EndBlock against max_deadline_work
+// like any close (a block with too many carries the rest over).
+//
+// A sealed bid that is never revealed keeps the close at RevealEnd: its
+// bidder delays the award to the end of the window, as before, and loses
+// its deposit there.
+func (k *Keeper) closeEarly(j *Job) {
+	if k.ctx.Height >= j.RevealEnd {
+		return // the close runs at the end of this block anyway
+	}
+	k.kv.Delete(scheduleKey(j.RevealEnd, j.ID, stageNone, deadlineClose))
+	k.schedule(k.ctx.Height, j.ID, stageNone, deadlineClose)
+	k.emit(EventBidsRevealed{Job: j.ID, Bids: j.SealedBids(), CloseAt: k.ctx.Height, RevealEnd: j.RevealEnd})
 }
 
 // ClaimTask claims a task of a pool-mode job at its fixed reward, first

@@ -654,7 +654,8 @@ func TestMaxTokens(t *testing.T) {
 }
 
 // TestC2DeadlineWorkIsBounded: many jobs closing at one height (the
-// review's C2 attack: bidless jobs of many stages, cheap to post) cannot
+// review's C2 attack: bidless jobs of many stages, cheap to post; an
+// auction without a sealed bid closes at the end of its bid window) cannot
 // make one block do unbounded work: each block runs at most
 // max_deadline_work units of deadlines (one job's stages + 1 each), the
 // rest carries over oldest first, and every job still closes and refunds.
@@ -668,7 +669,7 @@ func TestC2DeadlineWorkIsBounded(t *testing.T) {
 		m.Stages = 40
 		ids = append(ids, n.post(client, m))
 	}
-	close := n.job(ids[0]).RevealEnd
+	close := n.job(ids[0]).BidEnd
 	n.advanceTo(close)
 	closedBy := map[uint64]uint64{}
 	for h := close; len(closedBy) < len(ids); h++ {

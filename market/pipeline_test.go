@@ -71,6 +71,8 @@ func pipelineJob() *MsgPostJob {
 // every stage sets the clearing price at 2. It returns at the first height
 // after the close.
 // Extra backups, bidding 2 oGPU on stage 0, are ranked after the backup.
+// The bids are revealed at the last height of the reveal window, so the
+// close runs at RevealEnd and the deadlines the tests count from it hold.
 func (p *pipeNet) award(extra ...types.Address) uint64 {
 	p.tb.Helper()
 	id := p.post(client, pipelineJob())
@@ -83,7 +85,7 @@ func (p *pipeNet) award(extra ...types.Address) uint64 {
 	for _, a := range extra {
 		p.bid(a, id, 0, types.OGPU(2))
 	}
-	p.advanceTo(p.job(id).BidEnd + 1)
+	p.advanceTo(p.job(id).RevealEnd)
 	for s := uint16(0); s < 3; s++ {
 		for _, a := range p.stage[s] {
 			p.revealBid(a, id, s, types.OGPU(1))

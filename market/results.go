@@ -746,14 +746,17 @@ func (k *Keeper) complete(j *Job) {
 // ---- end of block ----
 
 // EndBlock runs the deadlines due at or before this height, in key order
-// (earliest height first): bid windows closing, auctions closing, commit
-// and reveal windows of tasks, canary windows, votes. The work is bounded:
-// each deadline costs its job's stage count in units, and once
+// (earliest height first): bid windows closing (an auction without a
+// sealed bid closes there: Job.AllRevealed), auctions closing (at the end
+// of the reveal window, or of the block of the last reveal: closeEarly),
+// commit and reveal windows of tasks, canary windows, votes. The work is
+// bounded: each deadline costs its job's stage count in units, and once
 // max_deadline_work units are spent the rest carries over to the next
-// block, oldest first (a bid window's end costs 1), so that no number of jobs sharing a deadline can
-// stall a block. A deadline acts on the state it was scheduled for (each
-// handler compares the task's deadline with the scheduled height), so a
-// late run is the same run.
+// block, oldest first (a bid window's end costs 1 unless it closes the
+// auction), so that no number of jobs sharing a deadline can stall a
+// block. A deadline acts on the state it was scheduled for (each handler
+// compares the task's deadline with the scheduled height), so a late run
+// is the same run.
 func (k *Keeper) EndBlock() {
 	type due struct {
 		key    []byte
@@ -770,7 +773,9 @@ func (k *Keeper) EndBlock() {
 		d := due{bytes.Clone(key), binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint64(key[9:17]), binary.BigEndian.Uint16(key[17:19]), key[19]}
 		j, _ := GetJob(k.kv, d.job)
 		cost := uint64(1)
-		if j != nil && d.kind != deadlineBidEnd { // a bid end only changes the job's state
+		// A bid end only changes the job's state, unless the auction has
+		// no sealed bid to wait for: then it closes.
+		if j != nil && (d.kind != deadlineBidEnd || j.AllRevealed(d.height)) {
 			cost += uint64(j.Stages)
 		}
 		if spent > 0 && spent+cost > k.p.MaxDeadlineWork {
@@ -793,7 +798,11 @@ func (k *Keeper) EndBlock() {
 		}
 		switch d.kind {
 		case deadlineBidEnd:
-			if j.State == JobBidding {
+			if j.State == JobBidding && j.AllRevealed(d.height) {
+				// No sealed bid: nothing to reveal, nothing can come.
+				k.kv.Delete(scheduleKey(j.RevealEnd, j.ID, stageNone, deadlineClose))
+				k.close(j)
+			} else if j.State == JobBidding {
 				k.setState(j, JobRevealing)
 				k.setJob(j)
 				k.emit(EventJobRevealing{Job: j.ID, RevealEnd: j.RevealEnd})

@@ -37,7 +37,7 @@ func (n *splitNet) extra(name string) types.Address {
 
 // awardWith is award with more bidders: extra[s] bid the cap (3 oGPU) on
 // stage s, ranking after the backup (2 oGPU), whose bid stays the
-// clearing price.
+// clearing price. Like award, it reveals at RevealEnd.
 func (n *splitNet) awardWith(m *MsgPostJob, extra [2][]types.Address) uint64 {
 	n.tb.Helper()
 	id := n.post(n.client, m)
@@ -50,7 +50,7 @@ func (n *splitNet) awardWith(m *MsgPostJob, extra [2][]types.Address) uint64 {
 			n.bid(a, id, s, types.OGPU(3))
 		}
 	}
-	n.advanceTo(n.job(id).BidEnd + 1)
+	n.advanceTo(n.job(id).RevealEnd)
 	for s := uint16(0); s < 2; s++ {
 		for _, a := range n.stage[s] {
 			n.revealBid(a, id, s, types.OGPU(1))

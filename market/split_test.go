@@ -90,7 +90,9 @@ func splitJob() *MsgPostJob {
 // award posts a split job and runs its auction to the close: each stage is
 // won by its two providers at 1 oGPU, the backup bidding 2 oGPU on both
 // stages sets the clearing price at 2. It returns at the first height after
-// the close.
+// the close. The bids are revealed at the last height of the reveal
+// window, so the close runs at RevealEnd (the worst case the job's life
+// is sized for) and the tests' deadlines count from there.
 func (n *splitNet) award() uint64 {
 	n.tb.Helper()
 	id := n.post(n.client, splitJob())
@@ -100,7 +102,7 @@ func (n *splitNet) award() uint64 {
 		}
 		n.bid(n.backup, id, s, types.OGPU(2))
 	}
-	n.advanceTo(n.job(id).BidEnd + 1)
+	n.advanceTo(n.job(id).RevealEnd)
 	for s := uint16(0); s < 2; s++ {
 		for _, a := range n.stage[s] {
 			n.revealBid(a, id, s, types.OGPU(1))

@@ -124,7 +124,7 @@ type Job struct {
 	State     JobState
 	Posted    uint64
 	BidEnd    uint64 // last height of the bid window
-	RevealEnd uint64 // last height of the reveal window; the close runs at its end
+	RevealEnd uint64 // last height of the reveal window; the close runs at its end at the latest (Opened)
 	Expiry    uint64 // the last height any stage may still be executing
 	// Bids counts sealed bids (or claims) per stage, bounding the book.
 	Bids []uint32
@@ -175,6 +175,30 @@ type Job struct {
 	// TrainSeed is a fine-tune job's data-order seed, set at the award
 	// (FinetuneSeed).
 	TrainSeed uint64 `rlp:"optional"`
+	// Opened counts the sealed bids revealed so far, every stage together
+	// (auctions only; a pool's claims are revealed when made). The reveal
+	// that brings it to the number of sealed bids, which no longer grows
+	// once the bid window is over, moves the close to the end of its block
+	// (RevealBid, closeEarly): the auction closes at RevealEnd only while a
+	// sealed bid is still unrevealed.
+	Opened uint32 `rlp:"optional"`
+}
+
+// SealedBids is the number of sealed bids (pool mode: claims) on the job,
+// every stage together.
+func (j *Job) SealedBids() uint64 {
+	var n uint64
+	for _, c := range j.Bids {
+		n += uint64(c)
+	}
+	return n
+}
+
+// AllRevealed reports whether every sealed bid of an auction is revealed
+// and no more can come (the bid window is over at height h): the close
+// then has nothing left to wait for. A job with no bids at all counts.
+func (j *Job) AllRevealed(h uint64) bool {
+	return j.Mode == ModeAuction && h >= j.BidEnd && uint64(j.Opened) == j.SealedBids()
 }
 
 // feeSpent is FeeSpent, zero when absent.
