@@ -29,7 +29,11 @@ import (
 
 // AppVersion is the version of the state machine's rules, reported to
 // CometBFT. Any change that can change an app hash bumps it.
-const AppVersion uint64 = 5
+//
+// 6 (issue 17): an auction closes at the end of the block in which its
+// last sealed bid is revealed, and one without a sealed bid at the end of
+// its bid window; jobs count their revealed bids (market.Job.Opened).
+const AppVersion uint64 = 6
 
 // Version is the software version.
 const Version = "0.1.0"

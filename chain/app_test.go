@@ -156,7 +156,9 @@ func script(h *harness) {
 //
 // Last changed by issue 16 (fine-tune jobs, AppVersion 5): the script
 // moves no job; what changed is the params record (key 0x00 0x01): the
-// market params' finetune section.
+// market params' finetune section. AppVersion 6 (issue 17: auctions close
+// once every sealed bid is revealed) changes no hash here, the script
+// having no job; the scenarios' goldens (testdata/scenarios) changed.
 var goldenHashes = []string{
 	"01945e75592ea3d96a65b3f051880530e89ab9286ff9802edc4d98d2fdcc8d61",
 	"de568f6a62f46e14cca2b606f1185913cf73af8bae46d807250b4d22637d6363",

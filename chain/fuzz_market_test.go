@@ -678,12 +678,15 @@ func fmSeeds() []fmNamedSeed {
 	name = "no_show_backup"
 	// Dave registers, bonds and bids too: carol and dave win stage 0 at
 	// bob's price, bob is the backup; carol never commits her result
-	// (no-show: slashed, jailed) and bob takes her slot.
+	// (no-show: slashed, jailed) and bob takes her slot. The bids are
+	// revealed at the last height of the reveal window (dave's twice: the
+	// second is refused and counts for nothing), so the close runs there,
+	// and carol's first unjail comes while she is still jailed.
 	s = &fmSeed{}
 	s.tx(fmOpProvider, fmDave, 0, 0).tx(fmOpBond, fmDave, 0, 4)
 	s.commitBid(fmBob, 1, 0, fmPrice8, 1).commitBid(fmCarol, 1, 0, fmPrice3, 2).advance(1)
-	s.commitBid(fmDave, 1, 0, fmPrice5, 3).advance(1)
-	s.revealBid(fmBob, 1, 0).revealBid(fmCarol, 1, 0).revealBid(fmDave, 1, 0).revealBid(fmDave, 1, 0).advance(2)
+	s.commitBid(fmDave, 1, 0, fmPrice5, 3).advance(2)
+	s.revealBid(fmBob, 1, 0).revealBid(fmCarol, 1, 0).revealBid(fmDave, 1, 0).revealBid(fmDave, 1, 0).advance(1)
 	s.commitResult(fmDave, 1, 0, 2).advance(3)
 	s.commitResult(fmBob, 1, 0, 2).commitResult(fmCarol, 1, 0, 2).advance(1)
 	s.revealResult(fmDave, 1, 0).revealResult(fmBob, 1, 0).advance(1)
