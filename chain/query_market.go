@@ -210,9 +210,10 @@ func phase(j *market.Job, h uint64) string {
 	}
 	switch j.State {
 	case market.JobBidding:
-		return "taking sealed bids until height " + strconv.FormatUint(j.BidEnd, 10) + ", reveals until " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of block " + strconv.FormatUint(j.RevealEnd, 10)
+		return "taking sealed bids until height " + strconv.FormatUint(j.BidEnd, 10) + ", reveals until " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of the block in which the last sealed bid is revealed, at the latest of block " + strconv.FormatUint(j.RevealEnd, 10)
 	case market.JobRevealing:
-		return "taking bid reveals until height " + strconv.FormatUint(j.RevealEnd, 10) + "; the award runs at the end of that block"
+		return "taking bid reveals until height " + strconv.FormatUint(j.RevealEnd, 10) + " (" + strconv.FormatUint(uint64(j.Opened), 10) + " of " + strconv.FormatUint(j.SealedBids(), 10) +
+			" sealed bids revealed); the award runs at the end of the block in which the last is revealed, at the latest of block " + strconv.FormatUint(j.RevealEnd, 10)
 	case market.JobRunning:
 		return "awarded: providers execute, commit and reveal results; " + strconv.FormatUint(uint64(j.Settled), 10) + " of " + strconv.FormatUint(uint64(j.Stages), 10) + " stages settled"
 	case market.JobCompleted:

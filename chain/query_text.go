@@ -29,7 +29,7 @@ func (j *JobView) WriteText(w io.Writer, height int64) {
 	if j.Mode == market.ModePool {
 		fmt.Fprintf(w, "  timeline:   posted %d, claims until %d, expires after %d\n", j.Posted, j.RevealEnd, j.Expiry)
 	} else {
-		fmt.Fprintf(w, "  timeline:   posted %d, sealed bids %d..%d, reveals %d..%d, award at the end of %d, expires after %d\n",
+		fmt.Fprintf(w, "  timeline:   posted %d, sealed bids %d..%d, reveals %d..%d, award once every sealed bid is revealed, at the latest at the end of %d, expires after %d\n",
 			j.Posted, j.Posted, j.BidEnd, j.BidEnd+1, j.RevealEnd, j.RevealEnd, j.Expiry)
 	}
 	req := []string{"min stake " + types.FormatAmount(j.Req.MinStake), "min reputation " + strconv.FormatUint(j.Req.MinReputation, 10)}

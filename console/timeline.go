@@ -26,6 +26,7 @@ var jobEventSteps = map[string]string{
 	"bid_revealed":     "bids",
 	"bid_forfeited":    "bids",
 	"job_revealing":    "bids",
+	"bids_revealed":    "bids",
 	"task_filled":      "award",
 	"job_awarded":      "award",
 	"stage_opened":     "award",

@@ -831,7 +831,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 			if ev.Mode == market.ModePool {
 				fmt.Fprintf(w, "providers claim tasks until height %d; a task is awarded once %d eligible providers claimed it (first come, first served), or at the end of block %d with fewer; the job runs once every task is awarded\n", ev.RevealEnd, ev.Redundancy, ev.RevealEnd)
 			} else {
-				fmt.Fprintf(w, "sealed bids until height %d, reveals until %d; the award runs at the end of block %d\n", ev.BidEnd, ev.RevealEnd, ev.RevealEnd)
+				fmt.Fprintf(w, "sealed bids until height %d, reveals until %d; the award runs at the end of the block in which the last sealed bid is revealed, at the latest of block %d\n", ev.BidEnd, ev.RevealEnd, ev.RevealEnd)
 			}
 			if o.CanaryFile != "" {
 				fmt.Fprintf(w, "canary salts saved in %s: if the providers agree on a wrong result, contest it with `ogpu tx canary reveal %d --stage S --from %s` while the task confirms\n", o.CanaryFile, ev.Job, sec.Account.Hex())
@@ -1079,7 +1079,7 @@ func newRevealBidCmd() *cobra.Command {
 					for _, o := range opened {
 						fmt.Fprintf(w, "revealed bid of %s on job %d stage %d\n", types.FormatAmount(o.Price), id, o.Stage)
 					}
-					fmt.Fprintf(w, "the award runs at the end of block %d: see `ogpu query job %d`\n", j.RevealEnd, id)
+					fmt.Fprintf(w, "the award runs at the end of block %d, or of the block that reveals the last sealed bid if that is sooner: see `ogpu query job %d`\n", j.RevealEnd, id)
 				}
 			})
 		},
@@ -1161,7 +1161,7 @@ func assignedTask(j *chain.JobView, stage uint16, addr types.Address) (*chain.Ta
 		return t, nil, fmt.Errorf("%s is not assigned to job %d stage %d (its providers: `ogpu query job %d`)", addr.Hex(), j.ID, stage, j.ID)
 	}
 	if j.State == market.JobBidding || j.State == market.JobRevealing {
-		return nil, nil, fmt.Errorf("job %d is not awarded yet: the award runs at the end of block %d", j.ID, j.RevealEnd)
+		return nil, nil, fmt.Errorf("job %d is not awarded yet: the award runs once every sealed bid is revealed, at the latest at the end of block %d", j.ID, j.RevealEnd)
 	}
 	return nil, nil, fmt.Errorf("job %d stage %d was not awarded (job %s)", j.ID, stage, j.State)
 }

@@ -336,7 +336,7 @@ func TestMarketAuctionAgreed(t *testing.T) {
 	errContains(t, "second reveal", err, "already revealed")
 	mustContain(t, "bids text", e.ok("query", "bids", job), "revealed 7ogpu", "revealed 8ogpu", "revealed 9ogpu")
 
-	// The award comes by itself at the end of the reveal window.
+	// The award comes by itself at the end of the block of the last reveal.
 	j := e.waitState(id, "running")
 	if len(j.Tasks) != 1 || len(j.Tasks[0].Slots) != 2 || j.Tasks[0].Slots[0].Provider != e.addr["p1"] || j.Tasks[0].Slots[1].Provider != e.addr["p2"] {
 		t.Fatalf("award: %+v", j.Tasks)
