@@ -12,6 +12,10 @@
 //	                 commit window ──▶ reveal window ──▶ settle or dispute
 //	                 (no-show: slash, reassign a backup bid or refund)
 //
+// The close runs at the end of the reveal window, or earlier at the end of
+// the block in which the last sealed bid is revealed (of the bid window
+// when there is no sealed bid): Job.AllRevealed.
+//
 // It is a pure state machine over a store.KV: no clock, no randomness, no
 // goroutines, no floats, and no map iteration that reaches state.
 package market
@@ -94,7 +98,7 @@ func byProviderKey(p types.Address, job uint64) []byte {
 // Deadline kinds in the schedule, in the order they run within a height.
 const (
 	deadlineBidEnd  byte   = 1      // bid window over: the job enters its reveal window
-	deadlineClose   byte   = 2      // reveal window over: award or expire
+	deadlineClose   byte   = 2      // reveal window over, or every sealed bid revealed (closeEarly): award or expire
 	deadlineCommit  byte   = 3      // a task's commit window over: no-shows
 	deadlineReveal  byte   = 4      // a task's reveal window over: no-shows, evaluate
 	deadlineDispute byte   = 5      // a vote's window over (dispute or input check)
