@@ -64,6 +64,11 @@ type App struct {
 
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
+
+	// snapshots takes and serves state sync snapshots (snapshot.go; nil:
+	// none); restore is a snapshot being restored.
+	snapshots SnapshotStore
+	restore   *restoring
 }
 
 // Option configures an App.
@@ -400,6 +405,9 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	a.resetCheckState()
 	a.ordinary = poolCount{} // the recheck that follows counts what stays
 	a.checkHeight = uint64(v) + 1
+	if a.snapshots != nil {
+		a.snapshots.Saved(v)
+	}
 	return &abci.CommitResponse{}, nil
 }
 
