@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/store"
 )
@@ -172,5 +174,38 @@ func TestSnapshotRestoreRefuses(t *testing.T) {
 	}
 	if a.tree.Version() != 3 {
 		t.Fatal("the offer over state changed it")
+	}
+}
+
+// TestPruningKeepsHashes: a node that prunes old versions computes the
+// same app hashes as one that keeps them all (pruning is the node's
+// choice), and refuses queries at a pruned height with a clear error.
+func TestPruningKeepsHashes(t *testing.T) {
+	all := newHarness(t, store.NewMemTree(), testGenesis())
+	pruned := newHarness(t, store.NewMemTree(), testGenesis(), WithPruning(3))
+	for i := 0; i < 10; i++ {
+		for _, h := range []*harness{all, pruned} {
+			h.block(h.tx("alice", send("bob", uint256.NewInt(uint64(i+1)))))
+		}
+	}
+	if strings.Join(all.hashes, ",") != strings.Join(pruned.hashes, ",") {
+		t.Fatal("pruning changed an app hash")
+	}
+	path := "/account/" + addrOf("bob").Hex()
+	for _, c := range []struct {
+		h      *harness
+		height int64
+		ok     bool
+	}{{all, 2, true}, {pruned, 2, false}, {pruned, 7, false}, {pruned, 8, true}, {pruned, 10, true}} {
+		res, err := c.h.app.Query(context.Background(), &abci.QueryRequest{Path: path, Height: c.height})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok := res.Code == 0; ok != c.ok {
+			t.Fatalf("query at %d (pruned %v): code %d %q", c.height, c.h == pruned, res.Code, res.Log)
+		}
+		if !c.ok && !strings.Contains(res.Log, "version not found") {
+			t.Fatalf("a pruned height's refusal says %q", res.Log)
+		}
 	}
 }

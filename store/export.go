@@ -31,16 +31,24 @@ const (
 // working tree's cache would race with the next block's writes. The
 // version must not be deleted while the export runs.
 func (t *Tree) Export(v int64, fn func(*Node) error) error {
-	t.mu.RLock()
+	t.mu.Lock()
 	if t.closed {
-		t.mu.RUnlock()
+		t.mu.Unlock()
 		return ErrClosed
 	}
-	exists := t.tree.VersionExists(v)
-	t.mu.RUnlock()
-	if !exists {
+	if !t.tree.VersionExists(v) {
+		t.mu.Unlock()
 		return fmt.Errorf("%w: %d", ErrVersionNotFound, v)
 	}
+	t.pinned[v]++ // PruneTo keeps v until the export ends
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.pinned[v]--; t.pinned[v] == 0 {
+			delete(t.pinned, v)
+		}
+		t.mu.Unlock()
+	}()
 	own := iavl.NewMutableTree(t.db, 1_000, true, iavl.NewNopLogger())
 	defer own.Close()
 	it, err := own.GetImmutable(v)
@@ -64,6 +72,26 @@ func (t *Tree) Export(v int64, fn func(*Node) error) error {
 			return err
 		}
 	}
+}
+
+// PruneTo deletes the saved versions up to v, keeping the latest and any
+// version an export is reading (and those above it). Queries at a deleted
+// height get ErrVersionNotFound. Pruning is the node's choice, not the
+// chain's: no hash changes.
+func (t *Tree) PruneTo(v int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	for p := range t.pinned { // the least pinned version bounds the deletion
+		v = min(v, p-1)
+	}
+	v = min(v, t.tree.Version()-1)
+	if v < 1 {
+		return nil
+	}
+	return t.tree.DeleteVersionsTo(v)
 }
 
 // Importer rebuilds an empty tree from exported nodes.

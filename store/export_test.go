@@ -210,3 +210,67 @@ func TestWipe(t *testing.T) {
 		t.Fatalf("restore after the wipe: %v", err)
 	}
 }
+
+// TestPruneTo: old versions go, the latest and its hash stay, and a
+// version being exported is kept until its export ends.
+func TestPruneTo(t *testing.T) {
+	tr := fill(t, 200, 10)
+	latest := bytes.Clone(tr.Hash())
+	if err := tr.PruneTo(5); err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(1); v <= 10; v++ {
+		_, err := tr.Snapshot(v)
+		if gone := err != nil; gone != (v <= 5) {
+			t.Fatalf("version %d: err %v after pruning to 5", v, err)
+		}
+	}
+	if !bytes.Equal(tr.Hash(), latest) {
+		t.Fatal("pruning changed the latest hash")
+	}
+	want, _ := tr.Snapshot(7)
+	started, release := make(chan struct{}), make(chan struct{})
+	var chunks [][]byte
+	done := make(chan error)
+	go func() {
+		var cur []byte
+		first := true
+		err := tr.Export(7, func(n *Node) error {
+			if first {
+				close(started)
+				<-release
+				first = false
+			}
+			cur = AppendNode(cur, n)
+			return nil
+		})
+		chunks = [][]byte{cur}
+		done <- err
+	}()
+	<-started
+	if err := tr.PruneTo(9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Snapshot(7); err != nil {
+		t.Fatalf("the exported version was pruned: %v", err)
+	}
+	if _, err := tr.Snapshot(6); err == nil {
+		t.Fatal("version 6, below the export's, was kept")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if dst, err := restore(t, chunks, 7); err != nil || !bytes.Equal(dst.Hash(), want.Hash()) {
+		t.Fatalf("the export beside pruning: %v", err)
+	}
+	if err := tr.PruneTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Snapshot(9); err == nil {
+		t.Fatal("version 9 kept after the export ended")
+	}
+	if _, err := tr.Snapshot(10); err != nil || !bytes.Equal(tr.Hash(), latest) {
+		t.Fatalf("the latest version: %v", err)
+	}
+}
