@@ -23,6 +23,9 @@ type Tree struct {
 	mu   sync.RWMutex // guards the saved versions
 	// closed: Close ran; readers of saved versions get nothing.
 	closed bool
+	// pinned counts the exports reading each version (export.go): PruneTo
+	// keeps them.
+	pinned map[int64]int
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -54,7 +57,7 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree}, nil
+	return &Tree{db: db, tree: tree, pinned: map[int64]int{}}, nil
 }
 
 // Version is the last saved version (block height); 0 before the first.
