@@ -24,7 +24,7 @@ type stats struct {
 	loadEnd                time.Duration
 	startHeight, endHeight int64 // committed heights when the load began and ended
 	sent, accepted         int
-	committed, failed      int // in a block: succeeded, failed there
+	committed, failed      int           // in a block: succeeded, failed there
 	perHeight              map[int64]int // the run's transactions that succeeded, by height
 	endByCount             bool          // max-txs, not the duration, ended the load
 	dropped, foreign       int

@@ -408,7 +408,15 @@ func errorKind(kind string, err error) string {
 	var te *node.TxError
 	switch {
 	case errors.As(err, &te):
-		desc, _, _ := strings.Cut(te.Log, ":")
+		// The log is "message N: <description>: <details>" or
+		// "<description>: <details>"; the description names the kind.
+		log := te.Log
+		if rest, ok := strings.CutPrefix(log, "message "); ok {
+			if _, after, ok := strings.Cut(rest, ": "); ok {
+				log = after
+			}
+		}
+		desc, _, _ := strings.Cut(log, ":")
 		return fmt.Sprintf("%s refused by CheckTx, code %d: %s", kind, te.Code, desc)
 	case strings.Contains(err.Error(), "mempool is full"):
 		return kind + " refused: mempool is full"
