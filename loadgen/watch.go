@@ -104,7 +104,7 @@ func (r *run) tidy(h int64) {
 		if h-s.height > lostAfter {
 			delete(r.pending, k)
 			r.st.dropped++
-			r.st.errors[s.in.kind+" accepted but in no block "+itoa(lostAfter)+" blocks later"]++
+			r.st.errors[s.in.kind+" accepted, then in no block "+itoa(lostAfter)+" blocks later (a recheck dropped it: its window passed, or an earlier nonce of its sender was dropped)"]++
 			r.resolve(s.in, false, nil)
 		}
 	}
