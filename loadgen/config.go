@@ -131,6 +131,8 @@ func (c *Config) Validate() error {
 		return errors.New("bid window of at least 2 blocks: the bids are sent once the post is in a block")
 	case c.RevealBlocks < 2:
 		return errors.New("reveal window of at least 2 blocks: the cancel is sent once the reveals are in a block")
+	case c.BidBlocks+c.RevealBlocks > MaxWindows:
+		return fmt.Errorf("bid + reveal blocks %d: at most %d (a load job's life must fit max_job_blocks)", c.BidBlocks+c.RevealBlocks, MaxWindows)
 	}
 	return nil
 }

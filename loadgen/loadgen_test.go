@@ -257,3 +257,26 @@ func TestKeysAreStable(t *testing.T) {
 		t.Fatal("keys collide across roles, seeds or indexes")
 	}
 }
+
+// TestTaintedProvidersBidNoMore: a job whose cancel did not land will award
+// its revealed bidders, who then miss the commit deadline (slashed, jailed):
+// the run stops bidding with exactly those, and once every provider is
+// tainted a new job gets no bids (and is cancelled at once) instead of bids
+// that a jailed provider would have refused.
+func TestTaintedProvidersBidNoMore(t *testing.T) {
+	r := &run{provs: make([]*account, 3), tainted: map[int]bool{}}
+	j := &job{bids: []bid{{provider: 0, revealed: true}, {provider: 1}, {provider: 2, revealed: true}}}
+	r.taint(j)
+	if !r.tainted[0] || r.tainted[1] || !r.tainted[2] || r.st.tainted != 2 {
+		t.Fatalf("tainted %v (%d), want providers 0 and 2", r.tainted, r.st.tainted)
+	}
+	for range 5 {
+		if p, ok := r.nextBidder(); !ok || p != 1 {
+			t.Fatalf("next bidder %d, %v; want 1, the only one not tainted", p, ok)
+		}
+	}
+	r.taint(&job{bids: []bid{{provider: 1, revealed: true}, {provider: 0, revealed: true}}})
+	if _, ok := r.nextBidder(); ok || r.st.tainted != 3 {
+		t.Fatalf("a bidder was found among 3 tainted providers (%d counted)", r.st.tainted)
+	}
+}

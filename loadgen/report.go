@@ -31,6 +31,7 @@ type stats struct {
 	jobsPosted             int
 	jobsCancelled          int
 	jobsLate, jobsOpen     int
+	tainted                int
 	errors                 map[string]int
 	byKind                 map[string]*kindCount
 	blocks                 []blockStat
@@ -78,8 +79,12 @@ type Report struct {
 	MaxMempool                      int
 	JobsPosted, JobsCancelled       int
 	JobsLate, JobsOpen              int
-	Errors                          map[string]int
-	Kinds                           []KindReport
+	// Tainted counts providers the run stopped bidding with: a job they
+	// revealed on was not cancelled, so it awards them a task they will
+	// miss (slashed and jailed some 390 blocks later).
+	Tainted int
+	Errors  map[string]int
+	Kinds   []KindReport
 }
 
 // progress prints one line for the last second and samples the mempool.
@@ -129,7 +134,7 @@ func (r *run) report(elapsed time.Duration) *Report {
 		Sent: s.sent, Accepted: s.accepted, Committed: s.committed, Failed: s.failed, Dropped: s.dropped, Foreign: s.foreign,
 		StartHeight: s.startHeight, EndHeight: s.endHeight,
 		Blocks: len(s.blocks), MaxMempool: s.maxMempool,
-		JobsPosted: s.jobsPosted, JobsCancelled: s.jobsCancelled, JobsLate: s.jobsLate, JobsOpen: s.jobsOpen,
+		JobsPosted: s.jobsPosted, JobsCancelled: s.jobsCancelled, JobsLate: s.jobsLate, JobsOpen: s.jobsOpen, Tainted: s.tainted,
 		Errors: s.errors,
 	}
 	if s.endByCount {
@@ -187,8 +192,8 @@ func (rep *Report) Write(w io.Writer) {
 		fmtDur(rep.BlockMin), fmtDur(rep.BlockMedian), fmtDur(rep.BlockP99), fmtDur(rep.BlockMax), rep.Blocks, rep.MaxBlockTxs)
 	fmt.Fprintf(w, "  mempool at most %d txs (sampled each second)\n", rep.MaxMempool)
 	if rep.Mode == ModeMarket {
-		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d too late to cancel, %d still open\n",
-			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen)
+		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d not cancelled in time, %d still open; %d providers no longer bid (a job of theirs will award them)\n",
+			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen, rep.Tainted)
 	}
 	if rep.Foreign > 0 {
 		fmt.Fprintf(w, "  %d transactions of other senders in those blocks\n", rep.Foreign)

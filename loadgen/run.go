@@ -31,12 +31,20 @@ const (
 
 // A load job's terms: one stage, two replicas, a tiny price cap (the
 // escrow comes back at the cancel), and execute and verify windows that
-// are never reached.
+// are never reached when the cancel lands. When it does not (the network
+// fell behind), the job closes and awards its revealed bidders, who then
+// miss the commit deadline: the long execute window puts that no-show
+// (slash and jail) about 390 blocks after the close, past a run of
+// minutes at 1 s blocks, and the run bids with those providers no more
+// (tainted). Default market params: bid + reveal + 2 × (390 + 10) + 100
+// dispute blocks must be at most max_job_blocks (1,000).
 var jobMaxPrice = uint256.NewInt(1_000_000_000_000)
 
 const (
-	jobExecute = 10
+	jobExecute = 390
 	jobVerify  = 10
+	// MaxWindows bounds bid + reveal blocks (see jobExecute).
+	MaxWindows = 100
 	// lostAfter: an accepted transaction not in a block this many blocks
 	// later is counted as dropped from the mempool.
 	lostAfter = 30
@@ -65,6 +73,7 @@ type bid struct {
 	salt      types.Hash
 	price     *uint256.Int
 	committed bool
+	revealed  bool
 }
 
 type job struct {
@@ -112,7 +121,8 @@ type run struct {
 	nextClient int
 	nextProv   int
 	nextJob    uint64
-	height     int64 // last block read
+	tainted    map[int]bool // providers a job that was not cancelled will award
+	height     int64        // last block read
 	st         stats
 }
 
@@ -140,7 +150,7 @@ func Run(ctx context.Context, cfg *Config, accts Accounts) (*Report, error) {
 	r := &run{
 		cfg: cfg, watch: watch,
 		tokens:  make(chan struct{}, max(1, cfg.Rate/20)),
-		pending: map[string]sentTx{}, early: map[string]earlyTx{}, jobs: map[*job]struct{}{},
+		pending: map[string]sentTx{}, early: map[string]earlyTx{}, jobs: map[*job]struct{}{}, tainted: map[int]bool{},
 	}
 	r.seedSalt = sha256.Sum256([]byte("ogpu-loadgen/salt/" + cfg.Seed + time.Now().String()))
 	n := 0
@@ -474,14 +484,21 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 		r.st.jobsPosted++
 		j.phase = phaseCommit
 		for b := range r.cfg.Bidders {
-			p := r.nextProv
-			r.nextProv = (r.nextProv + 1) % len(r.provs)
+			p, ok := r.nextBidder()
+			if !ok {
+				r.st.errors["bids not sent: every load provider is tainted (a job of theirs was not cancelled)"]++
+				break
+			}
 			salt := r.salt("bid", j.id, b)
 			price := new(uint256.Int).SubUint64(jobMaxPrice, uint64(b))
 			j.bids = append(j.bids, bid{provider: p, salt: salt, price: price})
 			commit := &market.MsgCommitBid{Job: j.id, Commitment: market.BidCommitment(j.id, 0, price, salt, r.provs[p].addr)}
 			j.pending++
 			r.enqueue(r.provs[p], &intent{kind: KindCommit, msgs: []types.RawMsg{commit.Raw()}, job: j, bid: b})
+		}
+		if j.pending == 0 {
+			j.phase = phaseWaitReveal
+			r.advance(j)
 		}
 	case KindCommit:
 		j.bids[in.bid].committed = ok
@@ -490,6 +507,7 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 			r.advance(j)
 		}
 	case KindReveal:
+		j.bids[in.bid].revealed = ok
 		if j.pending == 0 {
 			j.phase = phaseCancel
 			r.advance(j)
@@ -497,8 +515,35 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 	case KindCancel:
 		if ok {
 			r.st.jobsCancelled++
+		} else {
+			r.st.jobsLate++
+			r.taint(j)
 		}
 		r.finish(j)
+	}
+}
+
+// nextBidder picks the next provider not tainted, round robin.
+// Called with mu held.
+func (r *run) nextBidder() (int, bool) {
+	for range r.provs {
+		p := r.nextProv
+		r.nextProv = (r.nextProv + 1) % len(r.provs)
+		if !r.tainted[p] {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// taint marks the revealed bidders of a job that will close with an award:
+// the run stops bidding with them. Called with mu held.
+func (r *run) taint(j *job) {
+	for _, b := range j.bids {
+		if b.revealed && !r.tainted[b.provider] {
+			r.tainted[b.provider] = true
+			r.st.tainted++
+		}
 	}
 }
 
@@ -532,6 +577,7 @@ func (r *run) advance(j *job) {
 			// Too late: the job closes on its own, and its revealed
 			// bidders are awarded a task they will not run.
 			r.st.jobsLate++
+			r.taint(j)
 			r.finish(j)
 			return
 		}
