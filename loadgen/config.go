@@ -64,7 +64,7 @@ type Config struct {
 	// Bidders is the number of providers that bid on each job (default 4,
 	// at most Providers).
 	Bidders int
-	// BidBlocks and RevealBlocks are each job's windows (defaults 4 and 8).
+	// BidBlocks and RevealBlocks are each job's windows (defaults 5 and 10).
 	BidBlocks, RevealBlocks uint64
 	// Seed derives the accounts' keys (Keys).
 	Seed string
@@ -74,8 +74,8 @@ type Config struct {
 
 const (
 	defaultBidders = 4
-	defaultBid     = 4
-	defaultReveal  = 8
+	defaultBid     = 5
+	defaultReveal  = 10
 	defaultDrain   = time.Minute
 	// MaxRate and MaxAccounts keep a typo from flooding the machine.
 	MaxRate     = 100_000
@@ -129,8 +129,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bidders %d per job: want 1..providers (%d)", c.Bidders, c.Providers)
 	case c.BidBlocks < 2:
 		return errors.New("bid window of at least 2 blocks: the bids are sent once the post is in a block")
-	case c.RevealBlocks < 2:
-		return errors.New("reveal window of at least 2 blocks: the cancel is sent once the reveals are in a block")
+	case c.RevealBlocks < cancelMargin+2:
+		return fmt.Errorf("reveal window of at least %d blocks: the cancel is sent once the reveals are in a block, or %d blocks before the window ends", cancelMargin+2, cancelMargin)
 	case c.BidBlocks+c.RevealBlocks > MaxWindows:
 		return fmt.Errorf("bid + reveal blocks %d: at most %d (a load job's life must fit max_job_blocks)", c.BidBlocks+c.RevealBlocks, MaxWindows)
 	}

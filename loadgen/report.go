@@ -32,6 +32,7 @@ type stats struct {
 	jobsCancelled          int
 	jobsLate, jobsOpen     int
 	tainted                int
+	skipped                int // commits and reveals of ended jobs, not sent
 	errors                 map[string]int
 	byKind                 map[string]*kindCount
 	blocks                 []blockStat
@@ -83,6 +84,9 @@ type Report struct {
 	// revealed on was not cancelled, so it awards them a task they will
 	// miss (slashed and jailed some 390 blocks later).
 	Tainted int
+	// Skipped counts commits and reveals not sent because their job had
+	// ended (cancelled early, or too late to cancel).
+	Skipped int
 	Errors  map[string]int
 	Kinds   []KindReport
 }
@@ -134,7 +138,7 @@ func (r *run) report(elapsed time.Duration) *Report {
 		Sent: s.sent, Accepted: s.accepted, Committed: s.committed, Failed: s.failed, Dropped: s.dropped, Foreign: s.foreign,
 		StartHeight: s.startHeight, EndHeight: s.endHeight,
 		Blocks: len(s.blocks), MaxMempool: s.maxMempool,
-		JobsPosted: s.jobsPosted, JobsCancelled: s.jobsCancelled, JobsLate: s.jobsLate, JobsOpen: s.jobsOpen, Tainted: s.tainted,
+		JobsPosted: s.jobsPosted, JobsCancelled: s.jobsCancelled, JobsLate: s.jobsLate, JobsOpen: s.jobsOpen, Tainted: s.tainted, Skipped: s.skipped,
 		Errors: s.errors,
 	}
 	if s.endByCount {
@@ -192,8 +196,8 @@ func (rep *Report) Write(w io.Writer) {
 		fmtDur(rep.BlockMin), fmtDur(rep.BlockMedian), fmtDur(rep.BlockP99), fmtDur(rep.BlockMax), rep.Blocks, rep.MaxBlockTxs)
 	fmt.Fprintf(w, "  mempool at most %d txs (sampled each second)\n", rep.MaxMempool)
 	if rep.Mode == ModeMarket {
-		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d not cancelled in time, %d still open; %d providers no longer bid (a job of theirs will award them)\n",
-			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen, rep.Tainted)
+		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d not cancelled in time, %d still open; %d providers no longer bid (a job of theirs will award them); %d commits and reveals of ended jobs not sent\n",
+			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen, rep.Tainted, rep.Skipped)
 	}
 	if rep.Foreign > 0 {
 		fmt.Fprintf(w, "  %d transactions of other senders in those blocks\n", rep.Foreign)

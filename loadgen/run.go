@@ -62,7 +62,6 @@ type intent struct {
 const (
 	phasePost = iota
 	phaseCommit
-	phaseWaitReveal
 	phaseReveal
 	phaseCancel
 	phaseDone
@@ -81,8 +80,9 @@ type job struct {
 	id                uint64
 	bidEnd, revealEnd uint64
 	phase             int
-	pending           int // transactions of the phase not yet resolved
-	reserve           int // transactions of its life cycle not sent yet
+	revealsOut        int  // reveals sent and not yet resolved
+	notCancelled      bool // its cancel did not land: its close awards
+	reserve           int  // transactions of its life cycle not sent yet
 	bids              []bid
 }
 
@@ -311,7 +311,6 @@ func (r *run) startOne() {
 		Windows: market.Windows{Bid: r.cfg.BidBlocks, Reveal: r.cfg.RevealBlocks, Execute: jobExecute, Verify: jobVerify},
 		Seal:    seal,
 	}
-	j.pending = 1
 	r.enqueue(r.clients[c], &intent{kind: KindPost, msgs: []types.RawMsg{post.Raw()}, job: j})
 }
 
@@ -378,6 +377,16 @@ func (r *run) worker(ctx context.Context, a *account) {
 				continue
 			}
 		}
+		r.mu.Lock()
+		if in.job != nil && in.job.phase == phaseDone {
+			// Its job ended (its cancel landed, or came too late):
+			// a commit or reveal now would only fail.
+			r.queued--
+			r.st.skipped++
+			r.mu.Unlock()
+			continue
+		}
+		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -389,9 +398,11 @@ func (r *run) worker(ctx context.Context, a *account) {
 		r.sent++
 		r.st.sent++
 		r.kind(in.kind).sent++
-		r.reserved--
-		if in.job != nil {
+		if in.job == nil {
+			r.reserved--
+		} else if in.job.reserve > 0 {
 			in.job.reserve--
+			r.reserved--
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -474,7 +485,15 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 	if j == nil {
 		return
 	}
-	j.pending--
+	if j.phase == phaseDone {
+		// A reveal that lands after its job ended: if the job was not
+		// cancelled, its close awards this bidder too.
+		if in.kind == KindReveal && ok && j.notCancelled && !r.tainted[j.bids[in.bid].provider] {
+			r.tainted[j.bids[in.bid].provider] = true
+			r.st.tainted++
+		}
+		return
+	}
 	switch in.kind {
 	case KindPost:
 		if !ok || ev == nil {
@@ -493,34 +512,37 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 			price := new(uint256.Int).SubUint64(jobMaxPrice, uint64(b))
 			j.bids = append(j.bids, bid{provider: p, salt: salt, price: price})
 			commit := &market.MsgCommitBid{Job: j.id, Commitment: market.BidCommitment(j.id, 0, price, salt, r.provs[p].addr)}
-			j.pending++
 			r.enqueue(r.provs[p], &intent{kind: KindCommit, msgs: []types.RawMsg{commit.Raw()}, job: j, bid: b})
-		}
-		if j.pending == 0 {
-			j.phase = phaseWaitReveal
-			r.advance(j)
 		}
 	case KindCommit:
 		j.bids[in.bid].committed = ok
-		if j.pending == 0 {
-			j.phase = phaseWaitReveal
-			r.advance(j)
+		if ok && j.phase == phaseReveal {
+			// In a block by the bid window's end, but its Submit
+			// returned after the reveals went out.
+			j.revealsOut++
+			r.reveal(j, in.bid)
 		}
 	case KindReveal:
+		j.revealsOut--
 		j.bids[in.bid].revealed = ok
-		if j.pending == 0 {
-			j.phase = phaseCancel
-			r.advance(j)
-		}
 	case KindCancel:
 		if ok {
 			r.st.jobsCancelled++
 		} else {
-			r.st.jobsLate++
-			r.taint(j)
+			r.notCancelled(j)
 		}
 		r.finish(j)
+		return
 	}
+	r.advance(j)
+}
+
+// notCancelled counts a job whose cancel did not land (or was never sent
+// in time) and taints its revealed bidders. Called with mu held.
+func (r *run) notCancelled(j *job) {
+	r.st.jobsLate++
+	j.notCancelled = true
+	r.taint(j)
 }
 
 // nextBidder picks the next provider not tainted, round robin.
@@ -547,13 +569,20 @@ func (r *run) taint(j *job) {
 	}
 }
 
-// advance sends a job's reveals once its bid window is over and its cancel
-// once the reveals are in, if the reveal window still has a block left.
-// Called with mu held, after each block and each resolved phase.
+// cancelMargin: the cancel is sent once every reveal is in, or when the
+// chain is this many blocks before the job's last reveal height, whichever
+// comes first (a reveal stuck in a mempool must not hold it back).
+const cancelMargin = 3
+
+// advance sends a job's reveals once its bid window is over (every commit
+// that can succeed is then in a block) and its cancel once the reveals are
+// in or the reveal window nears its end. Called with mu held, after each
+// block and each resolved transaction of the job.
 func (r *run) advance(j *job) {
+	h := uint64(r.height)
 	switch j.phase {
-	case phaseWaitReveal:
-		if uint64(r.height) < j.bidEnd {
+	case phaseCommit:
+		if h < j.bidEnd {
 			return
 		}
 		j.phase = phaseReveal
@@ -561,29 +590,31 @@ func (r *run) advance(j *job) {
 			if !bd.committed {
 				continue
 			}
-			j.pending++
-			rv := &market.MsgRevealBid{Job: j.id, Price: bd.price, Salt: bd.salt}
-			r.enqueue(r.provs[bd.provider], &intent{kind: KindReveal, msgs: []types.RawMsg{rv.Raw()}, job: j, bid: b})
+			j.revealsOut++
+			r.reveal(j, b)
 		}
-		if j.pending == 0 {
-			j.phase = phaseCancel
-			r.advance(j)
-		}
-	case phaseCancel:
-		if j.pending > 0 {
+		r.advance(j)
+	case phaseReveal:
+		if j.revealsOut > 0 && h+cancelMargin < j.revealEnd {
 			return
 		}
-		if uint64(r.height) >= j.revealEnd {
+		if h >= j.revealEnd {
 			// Too late: the job closes on its own, and its revealed
 			// bidders are awarded a task they will not run.
-			r.st.jobsLate++
-			r.taint(j)
+			r.notCancelled(j)
 			r.finish(j)
 			return
 		}
-		j.pending = 1
+		j.phase = phaseCancel
 		r.enqueue(r.clients[j.client], &intent{kind: KindCancel, msgs: []types.RawMsg{(&market.MsgCancelJob{Job: j.id}).Raw()}, job: j})
 	}
+}
+
+// reveal sends bid b's reveal. Called with mu held.
+func (r *run) reveal(j *job, b int) {
+	bd := j.bids[b]
+	rv := &market.MsgRevealBid{Job: j.id, Price: bd.price, Salt: bd.salt}
+	r.enqueue(r.provs[bd.provider], &intent{kind: KindReveal, msgs: []types.RawMsg{rv.Raw()}, job: j, bid: b})
 }
 
 // finish ends a job and returns what it reserved and did not send.
