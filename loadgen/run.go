@@ -111,9 +111,8 @@ type run struct {
 	seedSalt [32]byte
 
 	mu         sync.Mutex
-	loading    bool // new jobs or transfers may start
 	queued     int
-	reserved   int // sum of the open jobs' reserves
+	reserved   int // the open jobs' reserves and the queued transfers
 	sent       int
 	pending    map[string]sentTx // by tx hash
 	early      map[string]earlyTx
@@ -197,13 +196,11 @@ func Run(ctx context.Context, cfg *Config, accts Accounts) (*Report, error) {
 
 	start := time.Now()
 	r.mu.Lock()
-	r.loading = true
 	r.st.start = start
 	r.mu.Unlock()
 	byCount := r.load(ctx, start)
 
 	r.mu.Lock()
-	r.loading = false
 	r.st.loadEnd = time.Since(start)
 	r.st.endHeight = r.height
 	r.st.endByCount = byCount
@@ -395,6 +392,10 @@ func (r *run) worker(ctx context.Context, a *account) {
 		hash, err := a.sender.Submit(ctx, in.msgs...)
 		r.mu.Lock()
 		r.queued--
+		if err != nil && ctx.Err() != nil {
+			r.mu.Unlock()
+			return // the run ended: not sent
+		}
 		r.sent++
 		r.st.sent++
 		r.kind(in.kind).sent++
