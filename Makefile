@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 # Packages with goroutines of their own: run under the race detector.
-RACE_PKGS ?= ./chain/... ./internal/... ./store/... ./node/... ./cmd/... ./devnet/... ./wallet/... ./runtime/... ./split/... ./gateway/... ./console/... ./metrics/...
+RACE_PKGS ?= ./chain/... ./internal/... ./store/... ./node/... ./cmd/... ./devnet/... ./loadgen/... ./wallet/... ./runtime/... ./split/... ./gateway/... ./console/... ./metrics/...
 FUZZTIME  ?= 30s
 # LEVEL is the x86-64 micro-architecture level llama.cpp's ggml (runtime/llm)
 # is compiled for: x86-64 (ollama's stock build: -O3, no SIMD beyond SSE2),
@@ -18,7 +18,7 @@ export CGO_CFLAGS   := -O3 -march=$(LEVEL)
 export CGO_CXXFLAGS := -O3 -march=$(LEVEL)
 endif
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check console-assets
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check console-assets loadtest
 
 all: build
 
@@ -146,6 +146,12 @@ bench-level:
 
 devnet: console-assets
 	$(GO) run ./cmd/ogpud devnet
+
+# Issue 17's sustained figure: a 4-validator loopback testnet at 1 s blocks
+# under `ogpud loadgen` (market messages, 1,000 tx/s, 5 minutes), then
+# stopped. Settings through the environment: see scripts/loadtest.sh.
+loadtest:
+	scripts/loadtest.sh
 
 clean:
 	rm -rf $(BIN)

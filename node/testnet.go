@@ -43,6 +43,10 @@ type TestnetOptions struct {
 	// Port: node i uses P2P port Port+10i and RPC port Port+10i+1.
 	Port   int
 	Commit time.Duration
+	// MaxBlockGas, when not 0, is genesis.json's
+	// consensus_params.block.max_gas (-1: the app's MaxBlockGas), for a
+	// load testnet whose blocks should hold more than the default.
+	MaxBlockGas int64
 	// Genesis is the app_state to start from (accounts, params); the
 	// validators are added to it.
 	Genesis *genesis.Doc
@@ -70,6 +74,9 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 		ws    []bridge.Weighted
 	)
 	out, chainID, n, port, commit, doc := o.Out, o.ChainID, o.Validators, o.Port, o.Commit, o.Genesis
+	if o.MaxBlockGas < -1 {
+		return nil, fmt.Errorf("max block gas %d: want -1 (the default of %d) or a positive limit", o.MaxBlockGas, MaxBlockGas)
+	}
 	for i := 0; i < n; i++ {
 		home := filepath.Join(out, fmt.Sprintf("node%d", i))
 		conf := DefaultConfig(home)
@@ -148,6 +155,9 @@ func GenerateTestnet(o TestnetOptions) ([]TestnetNode, error) {
 		ChainID:         chainID,
 		InitialHeight:   1,
 		ConsensusParams: DefaultConsensusParams(),
+	}
+	if o.MaxBlockGas != 0 {
+		gen.ConsensusParams.Block.MaxGas = o.MaxBlockGas
 	}
 	for i, conf := range confs {
 		var peers []string

@@ -36,7 +36,7 @@ func NewOgpudCommand() *cobra.Command {
 		Version:       chain.Version,
 	}
 	root.PersistentFlags().String("home", "~/.ogpud", "node home directory")
-	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd(), newProviderCmd(), newOgpudBridgeCmd(), newConsoleCmd())
+	root.AddCommand(newInitCmd(), newGenesisCmd(), newStartCmd(), newExportCmd(), newTestnetCmd(), newDevnetCmd(), newProviderCmd(), newOgpudBridgeCmd(), newConsoleCmd(), newLoadgenCmd())
 	return root
 }
 

@@ -30,6 +30,7 @@ persistent peers between them on loopback ports. Start each with
 			port, _ := cmd.Flags().GetInt("starting-port")
 			accounts, _ := cmd.Flags().GetStringArray("account")
 			commit, _ := cmd.Flags().GetDuration("timeout-commit")
+			maxGas, _ := cmd.Flags().GetInt64("max-block-gas")
 			if n < 1 || n > 64 {
 				return fmt.Errorf("--validators %d: want 1..64", n)
 			}
@@ -55,7 +56,7 @@ persistent peers between them on loopback ports. Start each with
 					return err
 				}
 			}
-			o := node.TestnetOptions{Out: out, ChainID: chainID, Validators: n, Port: port, Commit: commit, Genesis: doc}
+			o := node.TestnetOptions{Out: out, ChainID: chainID, Validators: n, Port: port, Commit: commit, Genesis: doc, MaxBlockGas: maxGas}
 			ethRPC, _ := cmd.Flags().GetString("bridge-eth-rpc")
 			launched := func() *ethbridge.Launch { return nil }
 			if ethRPC != "" {
@@ -93,6 +94,7 @@ persistent peers between them on loopback ports. Start each with
 	cmd.Flags().Int("starting-port", 26656, "node i uses P2P port starting-port+10i and RPC port starting-port+10i+1")
 	cmd.Flags().StringArray("account", nil, "genesis allocation ADDRESS=AMOUNT (repeatable)")
 	cmd.Flags().Duration("timeout-commit", 500*time.Millisecond, "time between blocks")
+	cmd.Flags().Int64("max-block-gas", 0, fmt.Sprintf("genesis consensus_params.block.max_gas (0: the default, -1, which the app reads as %d); a load testnet may raise it", node.MaxBlockGas))
 	cmd.Flags().String("bridge-eth-rpc", "", "deploy the oGPU token and bridge on this Ethereum node (JSON-RPC URL) and turn the bridge on; each validator gets a bridge key")
 	cmd.Flags().String("bridge-deployer-key", "", "with --bridge-eth-rpc: file with the hex key that deploys, owns the token (holding the supply not locked in the bridge) and guards the bridge")
 	return cmd

@@ -1,0 +1,282 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cometbft/cometbft/libs/log"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// startNode starts a real single-validator node in this process, blocks
+// every blockTime, with a funded faucet, and returns its RPC address and a
+// client to it.
+func startNode(t *testing.T, blockTime time.Duration) (string, *node.Client) {
+	t.Helper()
+	home := t.TempDir()
+	conf, err := node.LocalConfig(home, blockTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := genesis.Default()
+	if err := doc.AddAccount(crypto.PubkeyToAddress(faucetKey(t).PublicKey), types.OGPU(1_000_000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.InitHome(node.InitOptions{Home: home, ChainID: "ogpu-loadgen-test", Genesis: doc, Config: conf}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.StartChainNode(context.Background(), conf, log.NewNopLogger(), chain.WithInvariants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	c, err := node.Dial(conf.RPC.ListenAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitHeight(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	return conf.RPC.ListenAddress, c
+}
+
+func faucetKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	seed := sha256.Sum256([]byte("ogpu-loadgen-test-faucet"))
+	k, err := crypto.ToECDSA(seed[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// nonces sums the on-chain nonces of accts: each transaction in a block,
+// succeeded or failed, used one.
+func nonces(t *testing.T, c *node.Client, accts Accounts) uint64 {
+	t.Helper()
+	var sum uint64
+	for _, k := range append(append([]*ecdsa.PrivateKey{}, accts.Clients...), accts.Providers...) {
+		a, err := c.Account(context.Background(), crypto.PubkeyToAddress(k.PublicKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += a.Nonce
+	}
+	return sum
+}
+
+// TestMarketLoadCountsAddUp: a short market run against a real node. Every
+// accepted transaction is found in a block (none dropped), the chain's own
+// nonces count exactly the committed ones, every job the run posted is
+// cancelled on chain after its reveals (no provider awarded, none jailed),
+// and the run stops at --max-txs, well before --duration.
+func TestMarketLoadCountsAddUp(t *testing.T) {
+	addr, c := startNode(t, 200*time.Millisecond)
+	var out bytes.Buffer
+	cfg := &Config{
+		Endpoints: []string{addr}, Rate: 100, Duration: time.Minute, MaxTxs: 120, Drain: 30 * time.Second,
+		Clients: 3, Providers: 5, Bidders: 3, BidBlocks: 8, RevealBlocks: 14, Seed: "test", Report: &out,
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	accts := AccountsFor(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Setup(ctx, c, accts, faucetKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Funded != 8 || res.Registered != 5 {
+		t.Fatalf("setup funded %d and registered %d, want 8 and 5", res.Funded, res.Registered)
+	}
+	// Setup again finds nothing to do: a second run reuses the accounts.
+	if res, err := Setup(ctx, c, accts, nil); err != nil || res != (SetupResult{}) {
+		t.Fatalf("second setup: %+v, %v; want nothing done", res, err)
+	}
+	before := nonces(t, c, accts)
+
+	start := time.Now()
+	rep, err := Run(ctx, cfg, accts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	if took := time.Since(start); took > 50*time.Second {
+		t.Fatalf("the run took %s: --max-txs 120 should have ended the load long before --duration 1m", took)
+	}
+	// Each job costs 1 post + 3 commits + 3 reveals + 1 cancel = 8: the
+	// run starts only jobs whose whole life fits in max-txs.
+	if rep.Sent > cfg.MaxTxs || rep.JobsPosted != cfg.MaxTxs/8 {
+		t.Fatalf("sent %d in %d jobs, want at most max-txs %d in %d jobs", rep.Sent, rep.JobsPosted, cfg.MaxTxs, cfg.MaxTxs/8)
+	}
+	if rep.Dropped != 0 || rep.JobsOpen != 0 {
+		t.Fatalf("%d accepted txs never in a block, %d jobs open after the drain", rep.Dropped, rep.JobsOpen)
+	}
+	if rep.Accepted != rep.Committed+rep.Failed {
+		t.Fatalf("accepted %d != committed %d + failed in block %d", rep.Accepted, rep.Committed, rep.Failed)
+	}
+	if got := nonces(t, c, accts) - before; got != uint64(rep.Committed+rep.Failed) {
+		t.Fatalf("the accounts' nonces moved by %d, the report counts %d txs in blocks", got, rep.Committed+rep.Failed)
+	}
+	if rep.JobsPosted == 0 || rep.JobsPosted*8 < rep.Committed {
+		t.Fatalf("%d jobs posted for %d committed txs", rep.JobsPosted, rep.Committed)
+	}
+	// max-txs ended the load: the sustained window runs to the last block
+	// with one of the run's transactions, so it holds all of them.
+	if rep.CommittedInLoad != rep.Committed || rep.CommittedPerSec <= 0 || rep.BlockMedian <= 0 {
+		t.Fatalf("sustained window: %d of %d committed, %.1f tx/s, median block %s", rep.CommittedInLoad, rep.Committed, rep.CommittedPerSec, rep.BlockMedian)
+	}
+	cancelled := 0
+	for _, k := range accts.Clients {
+		jobs, err := c.Jobs(ctx, "/client/"+crypto.PubkeyToAddress(k.PublicKey).Hex())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.StateName == "cancelled" {
+				cancelled++
+			}
+		}
+	}
+	if cancelled != rep.JobsCancelled || cancelled != rep.JobsPosted-rep.JobsLate {
+		t.Fatalf("chain has %d cancelled load jobs; report: %d posted, %d cancelled, %d late", cancelled, rep.JobsPosted, rep.JobsCancelled, rep.JobsLate)
+	}
+	for _, k := range rep.Kinds {
+		if k.Kind == KindReveal && k.Committed == 0 {
+			t.Fatalf("no reveal committed: %+v", rep.Kinds)
+		}
+	}
+	if !strings.Contains(out.String(), "sustained:") || !strings.Contains(out.String(), "t=  1s") {
+		t.Fatalf("report lacks the per-second lines or the summary:\n%s", out.String())
+	}
+}
+
+// TestTransferLoadStopsAtMaxTxs: the transfer baseline sends exactly
+// --max-txs and every one reaches a block.
+func TestTransferLoadStopsAtMaxTxs(t *testing.T) {
+	addr, c := startNode(t, 100*time.Millisecond)
+	cfg := &Config{Endpoints: []string{"http://" + strings.TrimPrefix(addr, "tcp://")}, Mode: ModeTransfer, Rate: 200, Duration: time.Minute, MaxTxs: 57, Clients: 4, Seed: "t"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	accts := AccountsFor(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := Setup(ctx, c, accts, faucetKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := nonces(t, c, accts)
+	rep, err := Run(ctx, cfg, accts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sent != 57 || rep.Accepted != 57 || rep.Committed != 57 || rep.Dropped != 0 {
+		t.Fatalf("sent %d, accepted %d, committed %d, dropped %d; want 57, 57, 57, 0 (errors %v)", rep.Sent, rep.Accepted, rep.Committed, rep.Dropped, rep.Errors)
+	}
+	if got := nonces(t, c, accts) - before; got != 57 {
+		t.Fatalf("nonces moved by %d, want 57", got)
+	}
+	if rep.Load > 30*time.Second {
+		t.Fatalf("load phase %s: max-txs should end it at once", rep.Load)
+	}
+}
+
+// TestEndpointsMustBeLoopback: the generator refuses any endpoint not on
+// this machine before it sends anything, and says why.
+func TestEndpointsMustBeLoopback(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:26657", "http://127.0.0.1:26657", "tcp://127.0.0.1:26657", "http://localhost:26657", "http://[::1]:26657", "127.0.0.2:1"} {
+		if err := CheckLoopback(ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"10.0.0.1:26657", "http://0.0.0.0:26657", "http://example.com:26657", "https://127.0.0.1:26657",
+		"http://127.0.0.1.example.com:26657", "http://[::ffff:8.8.8.8]:26657", "unix:///tmp/sock", "http://localhost.evil.org:1"} {
+		if err := CheckLoopback(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	cfg := &Config{Endpoints: []string{"127.0.0.1:26657", "192.168.1.5:26657"}, Rate: 10, Duration: time.Second, MaxTxs: 10, Clients: 2, Providers: 2}
+	_, err := Run(context.Background(), cfg, AccountsFor(cfg))
+	if err == nil || !strings.Contains(err.Error(), "not on loopback") {
+		t.Fatalf("Run with a non-loopback endpoint: %v", err)
+	}
+}
+
+// TestConfigBounds: the run is bounded in time and count, and a bad
+// setting is refused with what to do.
+func TestConfigBounds(t *testing.T) {
+	base := func() *Config {
+		return &Config{Endpoints: []string{"127.0.0.1:26657"}, Rate: 10, Duration: time.Second, MaxTxs: 10, Clients: 2, Providers: 4}
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Config){
+		"no duration":      func(c *Config) { c.Duration = 0 },
+		"no max txs":       func(c *Config) { c.MaxTxs = 0 },
+		"no rate":          func(c *Config) { c.Rate = 0 },
+		"huge rate":        func(c *Config) { c.Rate = MaxRate + 1 },
+		"no endpoint":      func(c *Config) { c.Endpoints = nil },
+		"bidders > provs":  func(c *Config) { c.Bidders = 5 },
+		"unknown mode":     func(c *Config) { c.Mode = "spam" },
+		"1-block reveal":   func(c *Config) { c.RevealBlocks = 1 },
+		"one transferrer":  func(c *Config) { c.Mode, c.Clients = ModeTransfer, 1 },
+		"too many clients": func(c *Config) { c.Clients = MaxAccounts + 1 },
+	} {
+		c := base()
+		mod(c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestKeysAreStable: the same seed gives the same accounts, another seed
+// or role others.
+func TestKeysAreStable(t *testing.T) {
+	a, b := Keys("s", "client", 3), Keys("s", "client", 3)
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			t.Fatalf("key %d differs between two derivations", i)
+		}
+	}
+	if Keys("s", "provider", 1)[0].Equal(a[0]) || Keys("t", "client", 1)[0].Equal(a[0]) || a[0].Equal(a[1]) {
+		t.Fatal("keys collide across roles, seeds or indexes")
+	}
+}
+
+// TestTaintedProvidersBidNoMore: a job whose cancel did not land will award
+// its revealed bidders, who then miss the commit deadline (slashed, jailed):
+// the run stops bidding with exactly those, and once every provider is
+// tainted a new job gets no bids (and is cancelled at once) instead of bids
+// that a jailed provider would have refused.
+func TestTaintedProvidersBidNoMore(t *testing.T) {
+	r := &run{provs: make([]*account, 3), tainted: map[int]bool{}}
+	j := &job{bids: []bid{{provider: 0, revealed: true}, {provider: 1}, {provider: 2, revealed: true}}}
+	r.taint(j)
+	if !r.tainted[0] || r.tainted[1] || !r.tainted[2] || r.st.tainted != 2 {
+		t.Fatalf("tainted %v (%d), want providers 0 and 2", r.tainted, r.st.tainted)
+	}
+	for range 5 {
+		if p, ok := r.nextBidder(); !ok || p != 1 {
+			t.Fatalf("next bidder %d, %v; want 1, the only one not tainted", p, ok)
+		}
+	}
+	r.taint(&job{bids: []bid{{provider: 1, revealed: true}, {provider: 0, revealed: true}}})
+	if _, ok := r.nextBidder(); ok || r.st.tainted != 3 {
+		t.Fatalf("a bidder was found among 3 tainted providers (%d counted)", r.st.tainted)
+	}
+}
