@@ -6,10 +6,14 @@
 //
 // The market load is the auction's life cycle, job after job: a client
 // account posts a one-stage auction job, Bidders provider accounts commit
-// sealed bids, reveal them once the bid window ends, and the client cancels
-// the job before its reveal window closes, so that every deposit and the
-// escrow come back and no provider is awarded a task it would then miss
-// (a no-show is slashed and jailed). Every transaction goes through
+// sealed bids, all but one reveal them once the bid window ends, and the
+// client cancels the job before its reveal window closes, so that every
+// deposit and the escrow come back and no provider is awarded a task it
+// would then miss (a no-show is slashed and jailed). The last bidder holds
+// its reveal back: an auction closes in the block of its last sealed bid's
+// reveal (market's early close), which would award the job before the
+// cancel could land; with one sealed bid unrevealed it stays open to its
+// reveal window's end, and the cancel returns the held-back deposit too. Every transaction goes through
 // node.Sender, which signs with the nonces it keeps per account; the
 // messages are the market package's own, as the CLI builds them.
 //

@@ -587,8 +587,14 @@ func (r *run) advance(j *job) {
 			return
 		}
 		j.phase = phaseReveal
+		holdout := -1 // the last committed bid keeps its reveal back (see the package doc)
 		for b, bd := range j.bids {
-			if !bd.committed {
+			if bd.committed {
+				holdout = b
+			}
+		}
+		for b, bd := range j.bids {
+			if !bd.committed || b == holdout {
 				continue
 			}
 			j.revealsOut++
