@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,6 +24,9 @@ type Tree struct {
 	mu   sync.RWMutex // guards the saved versions
 	// closed: Close ran; readers of saved versions get nothing.
 	closed bool
+	// vals caches the working tree's values at recently read or written
+	// keys (valueCache).
+	vals *valueCache
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -54,7 +58,15 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree}, nil
+	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes)}, nil
+}
+
+// newMemTreeValues is NewMemTree with other value-cache bounds (tests):
+// maxEntries 0 turns the cache off.
+func newMemTreeValues(maxEntries, maxBytes int) *Tree {
+	t := NewMemTree()
+	t.vals = newValueCache(maxEntries, maxBytes)
+	return t
 }
 
 // Version is the last saved version (block height); 0 before the first.
@@ -96,7 +108,9 @@ func (t *Tree) SetInitialVersion(v uint64) {
 func (t *Tree) SaveVersion() ([]byte, int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.tree.SaveVersion()
+	hash, v, err := t.tree.SaveVersion()
+	t.vals.saved(err == nil)
+	return hash, v, err
 }
 
 // Rollback discards unsaved writes.
@@ -104,14 +118,19 @@ func (t *Tree) Rollback() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tree.Rollback()
+	t.vals.rollback()
 }
 
-// Get reads the working tree.
+// Get reads the working tree. The value returned must not be modified.
 func (t *Tree) Get(key []byte) []byte {
+	if v, ok := t.vals.get(key); ok {
+		return v
+	}
 	v, err := t.tree.Get(key)
 	if err != nil {
 		panic(fmt.Errorf("store: get: %w", err))
 	}
+	t.vals.put(key, v, false)
 	return v
 }
 
@@ -123,6 +142,7 @@ func (t *Tree) Set(key, value []byte) {
 	if _, err := t.tree.Set(key, value); err != nil {
 		panic(fmt.Errorf("store: set: %w", err))
 	}
+	t.vals.put(key, bytes.Clone(value), true)
 }
 
 // Delete removes key from the working tree.
@@ -130,6 +150,7 @@ func (t *Tree) Delete(key []byte) {
 	if _, _, err := t.tree.Remove(key); err != nil {
 		panic(fmt.Errorf("store: delete: %w", err))
 	}
+	t.vals.put(key, nil, true)
 }
 
 // Iterate walks the working tree.
