@@ -64,6 +64,14 @@ type App struct {
 
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
+
+	// snapshots takes and serves state sync snapshots (snapshot.go; nil:
+	// none); restore is a snapshot being restored.
+	snapshots SnapshotStore
+	restore   *restoring
+	// keepRecent: the saved versions kept (0: all); older ones are pruned
+	// after each Commit (a node's choice: no hash depends on it).
+	keepRecent int64
 }
 
 // Option configures an App.
@@ -72,6 +80,10 @@ type Option func(*App)
 // WithInvariants makes the app check every invariant after every block and
 // refuse to go on (halting the node) if one breaks. Tests turn it on.
 func WithInvariants() Option { return func(a *App) { a.invariants = true } }
+
+// WithPruning keeps only the last keepRecent saved versions of the state
+// (0: every version): queries at older heights are refused.
+func WithPruning(keepRecent int64) Option { return func(a *App) { a.keepRecent = keepRecent } }
 
 // WithLogger sets the logger.
 func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
@@ -400,6 +412,14 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	a.resetCheckState()
 	a.ordinary = poolCount{} // the recheck that follows counts what stays
 	a.checkHeight = uint64(v) + 1
+	if a.snapshots != nil {
+		a.snapshots.Saved(v)
+	}
+	if a.keepRecent > 0 && v > a.keepRecent {
+		if err := a.tree.PruneTo(v - a.keepRecent); err != nil {
+			a.logger.Error("cannot prune old state versions", "to", v-a.keepRecent, "err", err)
+		}
+	}
 	return &abci.CommitResponse{}, nil
 }
 

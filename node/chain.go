@@ -33,6 +33,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/node/statesync"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -259,8 +260,9 @@ func WriteGenesis(path string, gen *cmttypes.GenesisDoc, doc *genesis.Doc) error
 // ChainNode is a running CometBFT node with the oGPU app in-process.
 type ChainNode struct {
 	*nm.Node
-	App  *chain.App
-	tree *store.Tree
+	App   *chain.App
+	tree  *store.Tree
+	snaps *statesync.Store
 }
 
 // StartChainNode opens the app state under conf's data dir and starts
@@ -278,6 +280,20 @@ type AppWrapper func(abci.Application) abci.Application
 // StartChainNodeWrapped is StartChainNode with wrap (nil: none) between
 // CometBFT and the app. ChainNode.App stays the app itself.
 func StartChainNodeWrapped(ctx context.Context, conf *cmtcfg.Config, logger log.Logger, wrap AppWrapper, opts ...chain.Option) (*ChainNode, error) {
+	return StartChainNodeWith(ctx, conf, logger, StartOptions{Wrap: wrap}, opts...)
+}
+
+// StartOptions are what a node runs beside the app.
+type StartOptions struct {
+	// Wrap (nil: none) sits between CometBFT and the app.
+	Wrap AppWrapper
+	// Snapshots: when the node takes state sync snapshots, under
+	// data/snapshots (Interval 0: none taken; those on disk are served).
+	Snapshots statesync.Options
+}
+
+// StartChainNodeWith is StartChainNode with o.
+func StartChainNodeWith(ctx context.Context, conf *cmtcfg.Config, logger log.Logger, o StartOptions, opts ...chain.Option) (*ChainNode, error) {
 	if err := conf.ValidateBasic(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
@@ -293,29 +309,37 @@ func StartChainNodeWrapped(ctx context.Context, conf *cmtcfg.Config, logger log.
 		tree.Close()
 		return nil, err
 	}
-	app := chain.NewApp(tree, append(append([]chain.Option{chain.WithLogger(logger.With("module", "app"))}, space...), opts...)...)
-	nodeKey, err := p2p.LoadNodeKey(conf.NodeKeyFile())
+	snaps, err := statesync.Open(filepath.Join(conf.DBDir(), "snapshots"), tree, o.Snapshots, logger.With("module", "snapshots"))
 	if err != nil {
 		tree.Close()
-		return nil, fmt.Errorf("cannot load node key: %w", err)
+		return nil, err
+	}
+	opts = append(append([]chain.Option{chain.WithLogger(logger.With("module", "app")), chain.WithSnapshots(snaps)}, space...), opts...)
+	app := chain.NewApp(tree, opts...)
+	fail := func(err error) (*ChainNode, error) {
+		snaps.Close()
+		tree.Close()
+		return nil, err
+	}
+	nodeKey, err := p2p.LoadNodeKey(conf.NodeKeyFile())
+	if err != nil {
+		return fail(fmt.Errorf("cannot load node key: %w", err))
 	}
 	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
 	var served abci.Application = app
-	if wrap != nil {
-		served = wrap(app)
+	if o.Wrap != nil {
+		served = o.Wrap(app)
 	}
 	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(served),
 		nm.DefaultGenesisDocProviderFunc(conf), cmtcfg.DefaultDBProvider,
 		nm.DefaultMetricsProvider(conf.Instrumentation), logger)
 	if err != nil {
-		tree.Close()
-		return nil, fmt.Errorf("cannot create node: %w", err)
+		return fail(fmt.Errorf("cannot create node: %w", err))
 	}
 	if err := n.Start(); err != nil {
-		tree.Close()
-		return nil, fmt.Errorf("cannot start node: %w", err)
+		return fail(fmt.Errorf("cannot start node: %w", err))
 	}
-	return &ChainNode{Node: n, App: app, tree: tree}, nil
+	return &ChainNode{Node: n, App: app, tree: tree, snaps: snaps}, nil
 }
 
 // Close stops the node and closes the state database.
@@ -327,6 +351,7 @@ func (n *ChainNode) Close() error {
 		}
 		n.Node.Wait()
 	}
+	n.snaps.Close() // a snapshot being taken reads the tree
 	errs = append(errs, n.tree.Close())
 	return errors.Join(errs...)
 }

@@ -27,6 +27,9 @@ type Tree struct {
 	// vals caches the working tree's values at recently read or written
 	// keys (valueCache).
 	vals *valueCache
+	// pinned counts the exports reading each version (export.go): PruneTo
+	// keeps them.
+	pinned map[int64]int
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -65,7 +68,7 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes)}, nil
+	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}}, nil
 }
 
 // newMemTreeValues is NewMemTree with other value-cache bounds (tests):

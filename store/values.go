@@ -18,7 +18,8 @@ import "sync"
 //     saved version's value: the tree goes back to that version there, and
 //     only there), or forgets the key if the cache did not hold it then
 //     (or started over since);
-//   - a SaveVersion that fails forgets everything.
+//   - a SaveVersion that fails, a restored snapshot (Import) and Wipe
+//     forget everything.
 //
 // So a read never sees a value the tree would not return, and what the
 // chain computes does not depend on the cache: it changes how fast a read
@@ -141,6 +142,15 @@ func (c *valueCache) saved(ok bool) {
 	if !ok {
 		c.reset()
 	}
+}
+
+// drop forgets everything: the tree's content changed other than by Set,
+// Delete and Rollback (a restored snapshot, a wiped database).
+func (c *valueCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset()
+	clear(c.written)
 }
 
 // len is the number of cached keys (tests).

@@ -21,6 +21,7 @@ import (
 	"github.com/ogpu-network/ogpu/metrics"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/ethbridge"
+	"github.com/ogpu-network/ogpu/node/statesync"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -210,7 +211,12 @@ func newStartCmd() *cobra.Command {
 			if metricsOn {
 				wrap = metrics.TimeFinalizeBlock
 			}
-			n, err := node.StartChainNodeWrapped(ctx, conf, logger, wrap, opts...)
+			every, _ := cmd.Flags().GetUint64("snapshot-interval")
+			keep, _ := cmd.Flags().GetInt("snapshot-keep")
+			if recent, _ := cmd.Flags().GetInt64("pruning-keep-recent"); recent > 0 {
+				opts = append(opts, chain.WithPruning(recent))
+			}
+			n, err := node.StartChainNodeWith(ctx, conf, logger, node.StartOptions{Wrap: wrap, Snapshots: statesync.Options{Interval: every, Keep: keep}}, opts...)
 			if err != nil {
 				return err
 			}
@@ -262,6 +268,9 @@ func newStartCmd() *cobra.Command {
 	cmd.Flags().Bool("provider", false, "also run a provider agent in this process (flags as in `ogpud provider run`)")
 	cmd.Flags().Bool("validator-agent", true, "re-check disputed LLM jobs and vote, if this node has an operator key")
 	cmd.Flags().String("eth-rpc", "", "this validator's own Ethereum node (JSON-RPC URL): needed when the chain has the bridge on and HOME/config/bridge_key.hex exists")
+	cmd.Flags().Uint64("snapshot-interval", 1000, "take a state sync snapshot every this many blocks, for new nodes to start from (0: none; see [statesync] in config.toml to start from one)")
+	cmd.Flags().Int("snapshot-keep", statesync.DefaultKeep, "state sync snapshots kept")
+	cmd.Flags().Int64("pruning-keep-recent", 0, "keep only this many recent versions of the state (0: all); queries at older heights are refused")
 	addProviderFlags(cmd)
 	addMetricsFlag(cmd, metricsNodeListen)
 	addConsoleFlag(cmd, "the explorer, read-only; with --provider, the agent's page and actions too")

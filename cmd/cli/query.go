@@ -283,6 +283,7 @@ type StatusOutput struct {
 	Moniker    string `json:"moniker"`
 	NodeID     string `json:"node_id"`
 	Height     int64  `json:"latest_block_height"`
+	Earliest   int64  `json:"earliest_block_height"`
 	AppHash    string `json:"latest_app_hash"`
 	BlockTime  string `json:"latest_block_time"`
 	CatchingUp bool   `json:"catching_up"`
@@ -304,9 +305,12 @@ func newStatusCmd() *cobra.Command {
 				return c.Unreachable(err)
 			}
 			out := StatusOutput{ChainID: st.NodeInfo.Network, Moniker: st.NodeInfo.Moniker, NodeID: string(st.NodeInfo.ID()), Height: st.SyncInfo.LatestBlockHeight,
-				AppHash: st.SyncInfo.LatestAppHash.String(), BlockTime: st.SyncInfo.LatestBlockTime.UTC().Format("2006-01-02T15:04:05.000Z"), CatchingUp: st.SyncInfo.CatchingUp}
+				Earliest: st.SyncInfo.EarliestBlockHeight, AppHash: st.SyncInfo.LatestAppHash.String(), BlockTime: st.SyncInfo.LatestBlockTime.UTC().Format("2006-01-02T15:04:05.000Z"), CatchingUp: st.SyncInfo.CatchingUp}
 			return output(cmd, out, func(w io.Writer) {
 				fmt.Fprintf(w, "chain %s, node %s (%s)\nheight %d at %s, app hash %s\n", out.ChainID, out.Moniker, out.NodeID, out.Height, out.BlockTime, out.AppHash)
+				if out.Earliest > 1 {
+					fmt.Fprintf(w, "blocks from height %d (the state before it came from a snapshot, or was pruned)\n", out.Earliest)
+				}
 			})
 		},
 	}
