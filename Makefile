@@ -129,7 +129,7 @@ bench:
 # silently. The figures come from make bench, never from this.
 bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
-	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench 'BenchmarkAuctionClose$$|BenchmarkAuctionCloseJobs/jobs=100$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 1x -count 1 ./runtime/llm

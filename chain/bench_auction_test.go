@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"fmt"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 // each with benchBidsPerJob revealed bids from distinct providers (one
 // provider per bid: benchJobs × benchBidsPerJob registered and bonded
 // providers), all closing in the end of one block.
+// BenchmarkAuctionCloseJobs closes other numbers of jobs the same way.
 const (
 	benchJobs       = 100
 	benchBidsPerJob = 100
@@ -34,16 +36,45 @@ const (
 // a two-block reveal window (reveals in block 4, nothing in block 5).
 const benchCloseHeight = 5
 
-var benchLogOnce sync.Once
-
 type auctionBench struct {
 	app  *App
 	tree *store.Tree
+	// jobs and perJob are the shape: jobs × perJob bids, one provider each.
+	jobs, perJob int
 	// setup is how long building the state took (not part of the figure).
 	setup time.Duration
+	// logged: the setup time was logged once.
+	logged sync.Once
 }
 
 // benchAuctionState builds, once per process, the committed state at height
+// benchCloseHeight-1 of the 100 × 100 benchmark.
+var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
+	return buildAuctionState(benchJobs, benchBidsPerJob)
+})
+
+// benchAuctionStates holds the states of BenchmarkAuctionCloseJobs, one per
+// shape, each built once per process.
+var benchAuctionStates = struct {
+	sync.Mutex
+	m map[[2]int]func() (*auctionBench, error)
+}{m: map[[2]int]func() (*auctionBench, error){}}
+
+func auctionStateOf(jobs, perJob int) (*auctionBench, error) {
+	if jobs == benchJobs && perJob == benchBidsPerJob {
+		return benchAuctionState()
+	}
+	benchAuctionStates.Lock()
+	f, ok := benchAuctionStates.m[[2]int{jobs, perJob}]
+	if !ok {
+		f = sync.OnceValues(func() (*auctionBench, error) { return buildAuctionState(jobs, perJob) })
+		benchAuctionStates.m[[2]int{jobs, perJob}] = f
+	}
+	benchAuctionStates.Unlock()
+	return f()
+}
+
+// buildAuctionState builds the committed state at height
 // benchCloseHeight-1 with real signed transactions through FinalizeBlock:
 //
 //	block 1: every provider registers (attributes matching the jobs) and
@@ -55,14 +86,15 @@ type auctionBench struct {
 // Each benchmark iteration finalizes block 5 on top of it and rolls the
 // working tree back, so every iteration closes the same auctions from the
 // same saved state.
-var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
+func buildAuctionState(jobs, perJob int) (*auctionBench, error) {
+	providers := jobs * perJob
 	start := time.Now()
-	keys := make([]*ecdsa.PrivateKey, benchProviders)
-	addrs := make([]types.Address, benchProviders)
+	keys := make([]*ecdsa.PrivateKey, providers)
+	addrs := make([]types.Address, providers)
 	d := genesis.Default()
 	d.Validators = []genesis.Validator{{Name: "val", Operator: addrOf("val"), PubKey: testValKey(1), Stake: types.OGPU(10_000)}}
 	client := testKey("bench client")
-	d.Accounts = append(d.Accounts, genesis.Account{Address: addrOf("bench client"), Balance: types.OGPU(10_000)})
+	d.Accounts = append(d.Accounts, genesis.Account{Address: addrOf("bench client"), Balance: types.OGPU(100 * uint64(jobs))})
 	for i := range keys {
 		name := fmt.Sprintf("bench provider %d", i)
 		keys[i], addrs[i] = testKey(name), addrOf(name)
@@ -109,15 +141,12 @@ var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
 		return err
 	}
 	job := benchJob()
-	// Provider i bids on job i/benchBidsPerJob + 1 at one of 20 prices
+	// Provider i bids on job i/perJob + 1 at one of 20 prices
 	// (0.1 .. 2 oGPU under the cap of 10), so prices tie and the close
 	// ranks by reputation and the block-hash tie-break too.
-	price := func(i int) *uint256.Int {
-		p := uint256.NewInt(uint64(1 + i%20))
-		return p.Mul(p, uint256.NewInt(100_000_000_000_000_000))
-	}
+	price := func(i int) *uint256.Int { return benchPrice(i % perJob) }
 	salt := func(i int) types.Hash { return fmHash(fmt.Sprint("bench salt ", i)) }
-	jobOf := func(i int) uint64 { return uint64(i/benchBidsPerJob + 1) }
+	jobOf := func(i int) uint64 { return uint64(i/perJob + 1) }
 
 	var txs [][]byte
 	for i, k := range keys {
@@ -129,7 +158,7 @@ var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
 	}
 	txs = nil
 	var posts []types.RawMsg
-	for range benchJobs {
+	for range jobs {
 		posts = append(posts, job.Raw())
 	}
 	for n := uint64(0); len(posts) > 0; n++ {
@@ -161,8 +190,16 @@ var benchAuctionState = sync.OnceValues(func() (*auctionBench, error) {
 	if err := CheckInvariants(tree); err != nil {
 		return nil, err
 	}
-	return &auctionBench{app: app, tree: tree, setup: time.Since(start)}, nil
-})
+	return &auctionBench{app: app, tree: tree, jobs: jobs, perJob: perJob, setup: time.Since(start)}, nil
+}
+
+// benchPrice is the price of a job's k-th bid: one of 20 prices from 0.1
+// to 2 oGPU under the cap of 10, so with more than 20 bids prices tie and
+// the close ranks by reputation and the block-hash tie-break too.
+func benchPrice(k int) *uint256.Int {
+	p := uint256.NewInt(uint64(1 + k%20))
+	return p.Mul(p, uint256.NewInt(100_000_000_000_000_000))
+}
 
 // benchJob is each benchmark job: one stage, r = 2, cap 10 oGPU, bids in
 // the block after the post, reveals in the next, the close in the one
@@ -192,37 +229,67 @@ func BenchmarkAuctionClose(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchLogOnce.Do(func() {
-		b.Logf("state built in %s: %d providers, %d jobs, %d bids", st.setup.Round(time.Millisecond), benchProviders, benchJobs, benchProviders)
+	benchClose(b, st)
+}
+
+// BenchmarkAuctionCloseJobs closes 100 and 1,000 jobs of 10 revealed bids
+// each at one height, as BenchmarkAuctionClose does: the time per job
+// should not grow with the number of jobs (the "linear").
+func BenchmarkAuctionCloseJobs(b *testing.B) {
+	for _, jobs := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
+			st, err := auctionStateOf(jobs, 10)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchClose(b, st)
+		})
+	}
+}
+
+// benchClose times the close of st's auctions, b.N times from the same
+// saved state.
+func benchClose(b *testing.B, st *auctionBench) {
+	st.logged.Do(func() {
+		b.Logf("state built in %s: %d providers, %d jobs, %d bids", st.setup.Round(time.Millisecond), st.jobs*st.perJob, st.jobs, st.jobs*st.perJob)
 	})
 	ctx := context.Background()
 	req := &abci.FinalizeBlockRequest{Height: benchCloseHeight, Time: time.Unix(0, 0), Hash: benchBlockHash(benchCloseHeight)}
 	b.ReportAllocs()
+	var cpu time.Duration
+	var err error
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var res *abci.FinalizeBlockResponse
 		// The label lets a profile of the whole run (setup included) be
 		// cut down to the timed blocks: go tool pprof -tagfocus phase=close.
 		pprof.Do(ctx, pprof.Labels("phase", "close"), func(ctx context.Context) {
+			c0 := processCPU(b)
 			b.StartTimer()
 			res, err = st.app.FinalizeBlock(ctx, req)
 			b.StopTimer()
+			cpu += processCPU(b) - c0
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if i == 0 {
-			checkAuctionClose(b, st.tree, res)
+			checkAuctionClose(b, st, res)
 		}
 		st.tree.Rollback()
 	}
-	b.ReportMetric(float64(benchProviders)*float64(b.N)/b.Elapsed().Seconds(), "bids/s")
+	bids := float64(st.jobs * st.perJob)
+	b.ReportMetric(bids*float64(b.N)/b.Elapsed().Seconds(), "bids/s")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(st.jobs), "µs/job")
+	// The block's CPU time: with other jobs on the machine its wall time
+	// depends on its share of the cores, its CPU time much less.
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 // checkAuctionClose checks, outside the timer, that the timed block did the
 // work: every job awarded to two providers at the clearing price, every
 // invariant holding.
-func checkAuctionClose(b *testing.B, tree *store.Tree, res *abci.FinalizeBlockResponse) {
+func checkAuctionClose(b *testing.B, st *auctionBench, res *abci.FinalizeBlockResponse) {
 	b.Helper()
 	awarded := 0
 	for _, e := range res.Events {
@@ -230,21 +297,28 @@ func checkAuctionClose(b *testing.B, tree *store.Tree, res *abci.FinalizeBlockRe
 			awarded++
 		}
 	}
-	if awarded != benchJobs {
-		b.Fatalf("%d job-awarded events, want %d", awarded, benchJobs)
+	if awarded != st.jobs {
+		b.Fatalf("%d job-awarded events, want %d", awarded, st.jobs)
 	}
-	for id := uint64(1); id <= benchJobs; id++ {
-		j, ok := market.GetJob(tree, id)
+	// The clearing price is the third lowest of the job's prices (r = 2):
+	// with 100 bids at 20 prices, five at each, the lowest price, 0.1
+	// oGPU; with 10 bids at 10 prices, the third, 0.3 oGPU.
+	prices := make([]*uint256.Int, st.perJob)
+	for k := range prices {
+		prices[k] = benchPrice(k)
+	}
+	slices.SortFunc(prices, func(a, b *uint256.Int) int { return a.Cmp(b) })
+	want := prices[2]
+	for id := uint64(1); id <= uint64(st.jobs); id++ {
+		j, ok := market.GetJob(st.tree, id)
 		if !ok || j.State != market.JobRunning {
 			b.Fatalf("job %d not running after the close", id)
 		}
-		// 100 bids at 20 prices: five at each; the third lowest is the
-		// lowest price, 0.1 oGPU.
-		if want := uint256.NewInt(100_000_000_000_000_000); !j.Prices[0].Eq(want) {
+		if !j.Prices[0].Eq(want) {
 			b.Fatalf("job %d clears at %s, want %s", id, j.Prices[0].Dec(), want.Dec())
 		}
 	}
-	if err := CheckInvariants(tree); err != nil {
+	if err := CheckInvariants(st.tree); err != nil {
 		b.Fatal(err)
 	}
 }

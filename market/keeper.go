@@ -219,45 +219,56 @@ func (k *Keeper) jailProvider(addr types.Address, until uint64, tombstone bool, 
 // Eligible returns nil if provider may bid on (or be awarded) job, or the
 // reason it may not, written for the provider's operator to act on.
 func Eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr types.Address) error {
+	_, _, err := eligible(r, params, height, j, addr)
+	return err
+}
+
+// eligible is Eligible, also returning what it read that a caller needs
+// next: the provider's record and its reputation score (meaningful only
+// when err is nil), so that the close reads each once per bid.
+func eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr types.Address) (*Provider, uint64, error) {
 	p, ok := GetProvider(r, addr)
 	if !ok {
-		return types.ErrNotEligible.Wrapf("%s is not a registered provider: ogpu tx provider register", addr)
+		return nil, 0, types.ErrNotEligible.Wrapf("%s is not a registered provider: ogpu tx provider register", addr)
 	}
 	if addr == j.Client {
-		return types.ErrNotEligible.Wrapf("%s posted job %d and cannot work on it", addr, j.ID)
+		return nil, 0, types.ErrNotEligible.Wrapf("%s posted job %d and cannot work on it", addr, j.ID)
 	}
 	if p.Tombstoned {
-		return types.ErrNotEligible.Wrapf("provider %s was tombstoned for fraud", addr)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s was tombstoned for fraud", addr)
 	}
 	if p.Jailed {
-		return types.ErrNotEligible.Wrapf("provider %s is jailed (until height %d, then ogpu tx provider unjail)", addr, p.JailedUntil)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s is jailed (until height %d, then ogpu tx provider unjail)", addr, p.JailedUntil)
 	}
 	need := params.Staking.MinProviderStake
 	if j.Req.MinStake.Gt(need) {
 		need = j.Req.MinStake
 	}
 	if have := escrow.NewKeeper(r).Bonded(addr); have.Lt(need) {
-		return types.ErrNotEligible.Wrapf("provider %s has %s bonded, job %d needs %s: ogpu tx provider bond", addr, types.FormatAmount(have), j.ID, types.FormatAmount(need))
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s has %s bonded, job %d needs %s: ogpu tx provider bond", addr, types.FormatAmount(have), j.ID, types.FormatAmount(need))
 	}
-	if score := verifier.NewKeeper(r).GetReputation(addr).Score(); score < j.Req.MinReputation {
-		return types.ErrNotEligible.Wrapf("provider %s has reputation %d, job %d needs %d", addr, score, j.ID, j.Req.MinReputation)
+	score := verifier.NewKeeper(r).GetReputation(addr).Score()
+	if score < j.Req.MinReputation {
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s has reputation %d, job %d needs %d", addr, score, j.ID, j.Req.MinReputation)
 	}
 	if j.Req.Runtime != "" && !contains(p.Runtimes, j.Req.Runtime) {
-		return types.ErrNotEligible.Wrapf("provider %s does not offer runtime %q", addr, j.Req.Runtime)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s does not offer runtime %q", addr, j.Req.Runtime)
 	}
 	if j.Kind == KindFinetune && p.TrainClass != j.Req.Class {
-		return types.ErrNotEligible.Wrapf("provider %s is in training class %q, fine-tune job %d needs %q", addr, p.TrainClass, j.ID, j.Req.Class)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s is in training class %q, fine-tune job %d needs %q", addr, p.TrainClass, j.ID, j.Req.Class)
 	}
 	if j.Kind != KindFinetune && j.Req.Class != "" && p.Class != j.Req.Class {
-		return types.ErrNotEligible.Wrapf("provider %s is in determinism class %q, job %d needs %q", addr, p.Class, j.ID, j.Req.Class)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s is in determinism class %q, job %d needs %q", addr, p.Class, j.ID, j.Req.Class)
 	}
 	if miss := MatchAll(j.Req.Attributes, p.Attributes); miss != "" {
-		return types.ErrNotEligible.Wrapf("provider %s has no attribute matching %q", addr, miss)
+		return nil, 0, types.ErrNotEligible.Wrapf("provider %s has no attribute matching %q", addr, miss)
 	}
 	if j.Kind == KindSession && j.Session != nil {
-		return laneCap(r, params, addr, j)
+		if err := laneCap(r, params, addr, j); err != nil {
+			return nil, 0, err
+		}
 	}
-	return nil
+	return p, score, nil
 }
 
 func contains(list []string, s string) bool {
@@ -697,26 +708,33 @@ type ranked struct {
 // in dropped with the reason: their deposits are forfeited (L1), like an
 // unrevealed bid's, or revealing and then making oneself ineligible would
 // be a free way out of the auction.
-func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked, dropped map[types.Address]string) {
+//
+// book is the stage's order book and bids the job's bids, both as the
+// close read them (jobBook, Bids): each bid is read once per close, and
+// each bidder's provider record, stake and reputation once per bid.
+func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid) (winners, backups []ranked, dropped map[types.Address]string) {
 	var all []ranked
-	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, stage), func(key, _ []byte) bool {
-		addr := types.BytesToAddress(key[len(key)-types.AddressLength:])
-		b, _ := GetBid(k.kv, j.ID, stage, addr)
-		if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, addr); err != nil {
+	for _, e := range book {
+		if e.stage != stage {
+			continue
+		}
+		addr := e.provider
+		b := findBid(bids, stage, addr)
+		score, err := eligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, addr)
+		if err != nil {
 			if dropped == nil {
 				dropped = map[types.Address]string{} // looked up only, never ranged over
 			}
 			dropped[addr] = "ineligible at the close: " + err.Error()
-			return false
+			continue
 		}
 		h := sha256.New()
 		h.Write(k.ctx.BlockHash)
 		h.Write(be64(j.ID))
 		h.Write(be16(stage))
 		h.Write(addr[:])
-		all = append(all, ranked{provider: addr, price: b.Price, score: k.ver.GetReputation(addr).Score(), tie: types.Hash(h.Sum(nil)), seq: b.Seq})
-		return false
-	})
+		all = append(all, ranked{provider: addr, price: b.Price, score: score, tie: types.Hash(h.Sum(nil)), seq: b.Seq})
+	}
 	less := func(a, b ranked) int {
 		if j.Mode == ModePool {
 			return cmpU64(a.seq, b.seq)
@@ -737,6 +755,52 @@ func (k *Keeper) rank(j *Job, stage uint16) (winners, backups []ranked, dropped 
 		return all, nil, dropped
 	}
 	return all[:n], all[n:], dropped
+}
+
+// bookEntry is one key of a job's order book: a revealed bid (or claim)
+// still holding its deposit.
+type bookEntry struct {
+	key      []byte
+	stage    uint16
+	provider types.Address
+}
+
+// jobBook reads job's order book in key order (stage, price, provider):
+// one iteration instead of a point read per bid.
+func (k *Keeper) jobBook(job uint64) []bookEntry {
+	var out []bookEntry
+	store.IteratePrefix(k.kv, cat([]byte{prefixBook}, be64(job)), func(key, _ []byte) bool {
+		out = append(out, bookEntry{
+			key:      bytes.Clone(key),
+			stage:    binary.BigEndian.Uint16(key[9:11]),
+			provider: types.BytesToAddress(key[len(key)-types.AddressLength:]),
+		})
+		return false
+	})
+	return out
+}
+
+// inBook reports whether key is in book (sorted by key, as jobBook
+// returns it): depositHeld without a store read.
+func inBook(book []bookEntry, key []byte) bool {
+	_, found := slices.BinarySearchFunc(book, key, func(e bookEntry, key []byte) int { return bytes.Compare(e.key, key) })
+	return found
+}
+
+// findBid returns the bid of provider on stage in bids (sorted by stage,
+// then provider, as Bids returns them). Every order-book entry has its
+// bid: a missing one is a broken store and panics, as reading it did.
+func findBid(bids []StageBid, stage uint16, provider types.Address) *StageBid {
+	i, found := slices.BinarySearchFunc(bids, stage, func(b StageBid, stage uint16) int {
+		if c := cmpU64(uint64(b.Stage), uint64(stage)); c != 0 {
+			return c
+		}
+		return bytes.Compare(b.Provider[:], provider[:])
+	})
+	if !found {
+		panic(fmt.Sprintf("market: order book of stage %d holds %s without its bid", stage, provider))
+	}
+	return &bids[i]
 }
 
 func cmpU64(a, b uint64) int {
@@ -767,6 +831,11 @@ type stageAward struct {
 // stage's winners are put in replica-chain order (chainOrder): slot i of
 // every stage is chain i.
 func (k *Keeper) close(j *Job) {
+	// The job's bids and its order book, read once: ranking, the deposits
+	// and clearing the book use them, and nothing below writes either
+	// before clearing the book.
+	bids := Bids(k.kv, j.ID)
+	book := k.jobBook(j.ID)
 	awards := make([]stageAward, j.Stages)
 	dropped := make([]map[types.Address]string, j.Stages)
 	filled := make([]bool, j.Stages)
@@ -781,7 +850,7 @@ func (k *Keeper) close(j *Job) {
 			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
 			continue
 		}
-		w, b, out := k.rank(j, s)
+		w, b, out := k.rank(j, s, book, bids)
 		dropped[s] = out
 		price := j.MaxPrice.Clone()
 		if len(b) > 0 && j.Mode == ModeAuction {
@@ -799,8 +868,9 @@ func (k *Keeper) close(j *Job) {
 	// sealed ones, and revealed ones whose provider became ineligible
 	// before the close, lose it. Claims of filled pool tasks no longer
 	// hold one.
-	for _, b := range Bids(k.kv, j.ID) {
-		if !depositHeld(k.kv, j.ID, &b) {
+	for _, b := range bids {
+		// depositHeld, from the book read above.
+		if b.Revealed && !inBook(book, BookKey(j.ID, b.Stage, b.Price, b.Provider)) {
 			continue
 		}
 		reason, out := dropped[b.Stage][b.Provider]
@@ -815,7 +885,9 @@ func (k *Keeper) close(j *Job) {
 			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: "not revealed"})
 		}
 	}
-	k.clearBook(j.ID)
+	for _, e := range book { // clearBook
+		k.kv.Delete(e.key)
+	}
 	// A pipeline's stages feed one another: one without a winner leaves the
 	// others nothing to compute on (or nobody to pass their output to).
 	pipelineGap, splitShort := -1, -1

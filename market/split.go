@@ -59,18 +59,25 @@ func validateSplitPost(m *MsgPostJob) error {
 // EligibleStage is Eligible for one stage of a job: a split stage also
 // needs the provider to advertise the stage's slice or the whole model.
 func EligibleStage(r store.KV, params genesis.Params, height uint64, j *Job, stage uint16, addr types.Address) error {
-	if err := Eligible(r, params, height, j, addr); err != nil {
-		return err
+	_, err := eligibleStage(r, params, height, j, stage, addr)
+	return err
+}
+
+// eligibleStage is EligibleStage, also returning the reputation score it
+// read (meaningful only when err is nil): the close ranks by it.
+func eligibleStage(r store.KV, params genesis.Params, height uint64, j *Job, stage uint16, addr types.Address) (uint64, error) {
+	p, score, err := eligible(r, params, height, j, addr)
+	if err != nil {
+		return 0, err
 	}
 	if j.Kind != KindSplit || int(stage) >= len(j.Slices) {
-		return nil
+		return score, nil
 	}
-	p, _ := GetProvider(r, addr) // Eligible found it
 	if !slices.Contains(p.Models, j.Slices[stage]) && !slices.Contains(p.Models, j.Model) {
-		return types.ErrNotEligible.Wrapf("provider %s advertises neither stage %d's slice %x nor the whole model %x of job %d: add one to its models (ogpu tx provider update)",
+		return 0, types.ErrNotEligible.Wrapf("provider %s advertises neither stage %d's slice %x nor the whole model %x of job %d: add one to its models (ogpu tx provider update)",
 			addr, stage, j.Slices[stage], j.Model, j.ID)
 	}
-	return nil
+	return score, nil
 }
 
 // SplitCommitment is what a split slot commits to with MsgCommitResult:

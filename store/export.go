@@ -120,6 +120,7 @@ func (t *Tree) Import(v int64) (*Importer, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.vals.drop() // it may hold the empty tree's "absent"
 	return &Importer{t: t, im: im, v: v}, nil
 }
 
@@ -130,6 +131,7 @@ func (i *Importer) Add(n *Node) error { return i.im.Add(n) }
 func (i *Importer) Commit() error {
 	i.t.mu.Lock()
 	defer i.t.mu.Unlock()
+	defer i.t.vals.drop() // the restored state replaces whatever was read
 	if err := i.im.Commit(); err != nil {
 		return err
 	}
@@ -172,7 +174,7 @@ func (t *Tree) Wipe() error {
 	if err := b.WriteSync(); err != nil {
 		return err
 	}
-	tree := iavl.NewMutableTree(t.db, 10_000, true, iavl.NewNopLogger(), iavl.SyncOption(true))
+	tree := iavl.NewMutableTree(t.db, iavlNodeCache, true, iavl.NewNopLogger(), iavl.SyncOption(true))
 	if _, err := tree.Load(); err != nil {
 		return fmt.Errorf("cannot load the wiped tree: %w", err)
 	}
@@ -181,6 +183,7 @@ func (t *Tree) Wipe() error {
 	}
 	_ = t.tree.Close() // the old tree's node cache (the database stays open)
 	t.tree = tree
+	t.vals.drop()
 	return nil
 }
 

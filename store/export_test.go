@@ -100,6 +100,9 @@ func TestExportImport(t *testing.T) {
 	}
 	// The same writes on top give the same next version.
 	other := NewMemTree()
+	if other.Get([]byte("k00008")) != nil { // read (cached absent) before the restore
+		t.Fatal("an empty tree holds k00008")
+	}
 	im, _ := other.Import(4)
 	for _, c := range chunks {
 		nodes, _ := DecodeNodes(c)
@@ -109,6 +112,9 @@ func TestExportImport(t *testing.T) {
 	}
 	if err := im.Commit(); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := other.Get([]byte("k00008")), snap.Get([]byte("k00008")); want == nil || !bytes.Equal(got, want) {
+		t.Fatalf("after the restore k00008 reads %q, want the snapshot's %q (the value cache kept the empty tree's)", got, want)
 	}
 	for _, tr := range []*Tree{dst, other} {
 		tr.Set([]byte("k00007"), []byte("after"))
@@ -187,6 +193,9 @@ func TestWipe(t *testing.T) {
 	dst, err := restore(t, chunks, 3)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if dst.Get([]byte("k00003")) == nil { // read (cached) before the wipe
+		t.Fatal("the restored tree lacks k00003")
 	}
 	if err := dst.Wipe(); err != nil {
 		t.Fatal(err)
