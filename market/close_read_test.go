@@ -17,7 +17,8 @@ import (
 // revealing, hoping the close ranks them on what was read when they bid.
 // prov2 unbonds below the minimum in a block saved before the close (its
 // stake was read, and cached, at its bid); prov1 is jailed in the close's
-// own block, before its end. Read stale, either would win the job without
+// own block (that of prov4's reveal, the last: the early close), before
+// its end. Read stale, either would win the job without
 // its stake or while jailed. Both forfeit their deposits; prov4 and prov3
 // win and get theirs back.
 func TestCloseReadsWritesAfterTheBids(t *testing.T) {
@@ -29,12 +30,13 @@ func TestCloseReadsWritesAfterTheBids(t *testing.T) {
 		n.bid(p, id, 0, prices[i])
 	}
 	n.advanceTo(5)
-	for i, p := range provs {
+	for i, p := range provs[:3] {
 		n.revealBid(p, id, 0, prices[i])
 	}
 	n.must("unbond prov2", func(k *Keeper) error { return escrow.NewKeeper(k.kv).Unbond(prov2, types.OGPU(40), 1_000) })
-	n.endBlock() // block 5 saved; block 6 closes the auction at its end
+	n.endBlock() // block 5 saved, prov4's bid still sealed: no close yet
 	n.must("jail prov1", func(k *Keeper) error { k.jailProvider(prov1, 500, false, "test"); return nil })
+	n.revealBid(prov4, id, 0, prices[3]) // the last reveal: block 6 closes the auction at its end
 	before := make([]*uint256.Int, len(provs))
 	for i, p := range provs {
 		before[i] = n.balance(p)
