@@ -301,6 +301,22 @@ func (n *Net) slashFindings() []string {
 			out = append(out, fmt.Sprintf("height %d: honest provider %s slashed %s for %q on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Reason, s.Job))
 		case !n.perturbed[s.Account]:
 			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Job))
+		default:
+			// Killed and restarted: a no-show only if it came back too
+			// late for the deadline it missed (the restarted agent
+			// resumes its awarded tasks, TestProviderRestartResumes).
+			// The slash comes at the deadline missed: it must fall
+			// while the provider was down, or within 5 blocks of its
+			// return (time to fetch the prompt, generate and commit).
+			excused := false
+			for _, d := range n.down[s.Account] {
+				if s.Height >= d.from && (d.to == 0 || s.Height <= d.to+5) {
+					excused = true
+				}
+			}
+			if !excused {
+				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v)", s.Height, name, s.Job, s.Stage, n.down[s.Account]))
+			}
 		}
 	}
 	for _, j := range n.scan.valJails {

@@ -76,10 +76,16 @@ type Net struct {
 	// perturbed are the providers the harness killed or paused: only
 	// they may be penalised for a no-show.
 	perturbed map[types.Address]bool
-	scan      *scanner
-	hashes    *hashChecker
-	checks    int
+	// down are the node0 heights from a provider's kill to when it was
+	// serving again after its restart (to 0: still down).
+	down   map[types.Address][]span
+	scan   *scanner
+	hashes *hashChecker
+	checks int
 }
+
+// span is a range of heights.
+type span struct{ from, to int64 }
 
 // Provider is a provider process with its account.
 type Provider struct {
@@ -169,7 +175,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	o.defaults()
 	ogpudBin, ogpuBin := binaries(t)
 	n := &Net{T: t, Dir: t.TempDir(), ChainID: "ogpu-e2e", Model: model, Proxy: NewProxy(), ogpudBin: ogpudBin, ogpuBin: ogpuBin,
-		applied: map[string]int{}, perturbed: map[types.Address]bool{}}
+		applied: map[string]int{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}}
 	t.Cleanup(n.Proxy.Close)
 	n.password = filepath.Join(n.Dir, "password")
 	if err := os.WriteFile(n.password, []byte("perturbation suite\n"), 0o600); err != nil {

@@ -99,8 +99,10 @@ func (n *Net) KillProviderMidJob(within time.Duration) *Provider {
 						if p == nil || s.Committed || !p.Running() {
 							continue
 						}
+						h := n.Height(0)
 						n.mu.Lock()
 						n.perturbed[p.Addr] = true
+						n.down[p.Addr] = append(n.down[p.Addr], span{from: h})
 						n.mu.Unlock()
 						n.record("kill -9 provider mid-job")
 						n.T.Logf("killing %s holding job %d stage %d (uncommitted)", p.Name, j.ID, t.Stage)
@@ -132,7 +134,14 @@ func (n *Net) RestartProvider(p *Provider) {
 		if err == nil && pv.PeerID != p.PeerID {
 			n.T.Fatalf("%s came back with peer id %s, not its own %s: its state dir was not reused", p.Name, pv.PeerID, p.PeerID)
 		}
-		if err == nil && pv.Bonded != nil && !pv.Bonded.IsZero() && countLines(p.Log, "==== e2e: start") >= 2 && p.Running() {
+		if err == nil && pv.Bonded != nil && !pv.Bonded.IsZero() && countLines(p.Log, "provider running") >= countLines(p.Log, "==== e2e: start") && p.Running() {
+			h := n.Height(0)
+			n.mu.Lock()
+			if d := n.down[p.Addr]; len(d) > 0 {
+				d[len(d)-1].to = h
+			}
+			n.mu.Unlock()
+			n.T.Logf("%s serving again at height %d", p.Name, h)
 			return
 		}
 		if !p.Running() {
