@@ -1040,7 +1040,10 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	}
 	// Served to the client, and to validators if the task is disputed;
 	// never announced: the output is the client's.
-	if err := p.access.BindOutput(h, j, k.Stage); err != nil {
+	// Computed from a prompt this job's client holds (bound to it, or
+	// proven by fetchInput): its client may fetch it even if another
+	// client's job produced the same output.
+	if err := p.access.BindShared(h, Grant{Job: j.ID, Client: j.Client, Kind: GrantOutput, Stage: k.Stage}); err != nil {
 		p.log.Warn("the output is served to nobody", "job", k.Job, "err", err)
 	}
 	if err := p.commitResult(ctx, k, h, commitDeadline); err != nil {
@@ -1094,11 +1097,25 @@ func withoutEOG(m *llm.Model, toks []int) []int {
 // check, the validators); it gives up once the chain has committed height
 // by. A blob that is not a prompt is errInputInvalid.
 func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, by uint64) (*LLMInput, error) {
-	if err := p.access.BindInput(j.Input, j); err != nil {
-		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
-	}
 	fctx, cancel := untilHeight(ctx, p.cfg.Chain, by)
 	defer cancel()
+	if err := p.access.BindInput(j.Input, j); errors.Is(err, ErrOtherOwner) {
+		// This provider holds the prompt for another client's job: the
+		// hash is public on chain, the bytes are not. This job's client
+		// must prove it holds them before anything is generated from the
+		// local copy and streamed to it.
+		if err := p.proveClientHolds(fctx, j); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("the prompt of job %d is held here for another client's job, and job %d's client did not serve it by height %d: %w", j.ID, j.ID, by, err)
+		}
+		if err := p.access.BindShared(j.Input, Grant{Job: j.ID, Client: j.Client, Kind: GrantInput}); err != nil {
+			p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
+		}
+	} else if err != nil {
+		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
+	}
 	if err := fetchFromPartiesMax(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input, maxLLMInputBlob); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -1114,6 +1131,30 @@ func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, by uint64) 
 		return nil, fmt.Errorf("%w: %v", errInputInvalid, err)
 	}
 	return in, nil
+}
+
+// proveClientHolds waits until job j's client, connected to this host,
+// serves the job's input in full (p2p.Host.ProveHeld), or ctx ends.
+func (p *Provider) proveClientHolds(ctx context.Context, j *chain.JobView) error {
+	var last error
+	for {
+		if peers := peersOf(p.cfg.Host, j.Client); len(peers) > 0 {
+			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			last = p.cfg.Host.ProveHeld(fctx, j.Input, p2p.FetchOptions{Peers: peers, MaxSize: maxLLMInputBlob})
+			cancel()
+			if last == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = fmt.Errorf("the client %s did not connect", j.Client.Hex())
+			}
+			return errors.Join(last, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func (p *Provider) revealResult(ctx context.Context, k taskKey) {
