@@ -70,15 +70,10 @@ func (l *Load) next() bool {
 	return true
 }
 
+// prompts are shared by the clients: two clients' jobs often have the same
+// prompt, hence the same output blob at the same providers, and each must
+// get its own verified result (TestSamePromptTwoClients in node/agent).
 var prompts = []string{"Once upon a time", "The little dog", "One day, a girl named Lily", "Tom and his mom", "The sun was"}
-
-// names make each client's prompts its own: two clients' jobs with the
-// same prompt produce the same output blob, which a provider binds to the
-// first client's job only (agent.ErrOtherOwner), so the second client
-// cannot fetch its verified result (a known limit, see docs/benchmarks.md
-// "Perturbation suite and soak"); the load measures the perturbations,
-// not that.
-var names = []string{"Lily", "Tom", "Sue"}
 
 func (l *Load) client(i int) {
 	defer l.wg.Done()
@@ -87,7 +82,7 @@ func (l *Load) client(i int) {
 		// node0 and node1 are never perturbed: a client's own node being
 		// down is its operator's problem, not the protocol's.
 		args := []string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[i%2],
-			"job", "run", "--from", clientName(i), "--model", n.Model, "--prompt", prompts[k%len(prompts)] + " " + names[i], "--max-tokens", "16",
+			"job", "run", "--from", clientName(i), "--model", n.Model, "--prompt", prompts[(i+k)%len(prompts)], "--max-tokens", "16",
 			"--stages", "1", "--redundancy", "2", "--max-price", "5ogpu", "--bid-blocks", "4", "--reveal-blocks", "3",
 			"--execute-blocks", "40", "--verify-blocks", "20", "--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "4m", "-o", "json"}
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)

@@ -119,6 +119,11 @@ func TestSoak(t *testing.T) {
 	if tally.Posted == 0 || tally.Settled == 0 {
 		t.Fatalf("the load did no work: %+v", tally)
 	}
+	for _, r := range load.Results() {
+		if r.Err != "" {
+			t.Errorf("%s: ogpu job run failed: %s", r.Client, r.Err)
+		}
+	}
 }
 
 // Summary is the run's figures in a few lines.
