@@ -347,8 +347,9 @@ func TestProviderRestartResumes(t *testing.T) {
 	addr2 := ethcrypto.PubkeyToAddress(n.keys["prov2"].PublicKey)
 	cl := n.client()
 	j := n.job(24)
-	// Wide windows: a restart (Prepare, Register) takes some blocks.
-	j.Windows = market.Windows{Bid: 6, Reveal: 50, Execute: 60, Verify: 15}
+	// Wide windows: a restart (Prepare, Register) takes about 20 blocks
+	// here, more under the race detector on a loaded machine.
+	j.Windows = market.Windows{Bid: 6, Reveal: 100, Execute: 100, Verify: 15}
 
 	blocks, err := n.c.Subscribe(n.ctx, 0)
 	if err != nil {
