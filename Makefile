@@ -18,7 +18,7 @@ export CGO_CFLAGS   := -O3 -march=$(LEVEL)
 export CGO_CXXFLAGS := -O3 -march=$(LEVEL)
 endif
 
-.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet clean contracts-check console-assets loadtest
+.PHONY: all build test unit race wordsize vet lint fmt fuzz bench bench-smoke devnet soak clean contracts-check console-assets loadtest
 
 all: build
 
@@ -46,6 +46,9 @@ build: console-assets
 # The README's test command: vet, formatting, every test, then the race
 # detector on the concurrent packages.
 test: export OGPU_REQUIRE_CONSOLE_ASSETS := 1
+# The process tests that run llama.cpp (e2e's TestPerturbationShort) fail
+# rather than skip without the shared model.
+test: export OGPU_REQUIRE_MODEL := 1
 # The console's browser tests write their 1280x800 screenshots (explorer,
 # job, client and provider pages) here.
 test: export OGPU_CONSOLE_SCREENSHOTS := $(CURDIR)/out/console-screenshots
@@ -63,6 +66,9 @@ unit:
 # (./cmd/cli) runs in unit only, for the same reason: every party of it
 # (geth, the validators, the relay, the providers) is a separate process
 # built without -race, so the race run would only add ~90 s of load.
+# TestPerturbationShort (./e2e, ~2 minutes) runs in unit only, like
+# TestBridgeE2E: every party of it is a separate process built without
+# -race (its proxy has its own race-run test, TestProxyPartitionHeal).
 race:
 	$(GO) test -race -count=1 -skip '^(TestDevnet|TestBridgeE2E)$$' $(RACE_PKGS)
 
@@ -143,6 +149,13 @@ bench-smoke:
 # Tokens/s of the LEVEL build against -march=native, alternating in one run.
 bench-level:
 	scripts/bench-level.sh $(LEVEL)
+
+# The perturbation suite's soak (e2e TestSoak): the short run's
+# perturbations in a cycle under a continuous job load for OGPU_SOAK, then
+# its summary (docs/benchmarks.md "Perturbation suite and soak").
+OGPU_SOAK ?= 30m
+soak:
+	OGPU_SOAK=$(OGPU_SOAK) OGPU_REQUIRE_MODEL=1 $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 3h ./e2e
 
 devnet: console-assets
 	$(GO) run ./cmd/ogpud devnet

@@ -154,7 +154,17 @@ func (a *Access) BindOutput(h types.Hash, j *chain.JobView, stage uint16) error 
 // Bind adds g to blob h's grants (and to disk, with a directory). A blob
 // bound to another client's job is refused with ErrOtherOwner: it stays
 // served to that job's parties only.
-func (a *Access) Bind(h types.Hash, g Grant) error {
+func (a *Access) Bind(h types.Hash, g Grant) error { return a.bind(h, g, false) }
+
+// BindShared adds g to blob h's grants even if the blob is bound to
+// another client's job. Only for a blob g's client is known to hold too:
+// an input it proved it holds (p2p.Host.ProveHeld), or the output this
+// agent computed from such an input (two clients with the same prompt get
+// the same greedy output; each may fetch it, and it tells neither
+// anything its own prompt did not).
+func (a *Access) BindShared(h types.Hash, g Grant) error { return a.bind(h, g, true) }
+
+func (a *Access) bind(h types.Hash, g Grant, shared bool) error {
 	if g.Kind != GrantInput && g.Kind != GrantOutput {
 		return fmt.Errorf("grant kind %q: want %s or %s", g.Kind, GrantInput, GrantOutput)
 	}
@@ -168,7 +178,7 @@ func (a *Access) Bind(h types.Hash, g Grant) error {
 		if o == g {
 			return nil
 		}
-		if o.Client != g.Client {
+		if o.Client != g.Client && !shared {
 			return fmt.Errorf("blob %x is bound to job %d of client %s, not offered to job %d of %s: %w", h[:8], o.Job, o.Client.Hex(), g.Job, g.Client.Hex(), ErrOtherOwner)
 		}
 	}

@@ -477,11 +477,63 @@ func (p *Provider) Serve(ctx context.Context) error {
 		every = AdvertInterval
 	}
 	p.spawn(func() { p.advertise(ctx, every) })
+	p.resume(ctx)
 	for b := range blocks {
 		p.onBlock(ctx, b)
 	}
 	p.work.Wait()
 	return ctx.Err()
+}
+
+// resume picks up, after a restart from the same state dir, the work the
+// chain still expects of this provider and whose event it missed while it
+// was down: bids sealed before the restart whose job now takes reveals,
+// and tasks awarded to it that it has not committed while their commit
+// window is open. Without it a provider killed and restarted within the
+// window forfeited its bid deposit or was slashed as a no-show (found by
+// the e2e perturbation suite). Events of the blocks from the subscription
+// on start the same work again only once (startTask, the bid's Revealed).
+// Session lanes (loadLanes) and fine-tune tasks have their own restart
+// handling and are not resumed here.
+func (p *Provider) resume(ctx context.Context) {
+	p.mu.Lock()
+	var unrevealed []uint64
+	for k, s := range p.bids {
+		if !s.Revealed && !slices.Contains(unrevealed, k.Job) {
+			unrevealed = append(unrevealed, k.Job)
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(unrevealed)
+	for _, id := range unrevealed {
+		if j, err := p.cfg.Chain.Job(ctx, id); err == nil && j.State == market.JobRevealing {
+			p.log.Info("revealing a bid sealed before the restart", "job", id)
+			p.revealBids(ctx, id)
+		}
+	}
+	jobs, err := p.cfg.Chain.Jobs(ctx, "/provider/"+p.addr.Hex())
+	if err != nil {
+		p.log.Warn("cannot list this provider's jobs to resume its tasks", "err", err)
+		return
+	}
+	h := p.height.Load()
+	for _, j := range jobs {
+		if j.State != market.JobRunning || j.Kind == market.KindSession || j.Kind == market.KindFinetune {
+			continue
+		}
+		for _, t := range j.Tasks {
+			if t.Status != verifier.TaskExecuting.String() || h > t.CommitDeadline {
+				continue
+			}
+			for _, s := range t.Slots {
+				if s.Provider == p.addr && !s.Committed && !s.NoShow {
+					p.log.Info("resuming a task awarded before the restart", "job", j.ID, "stage", t.Stage, "commit_deadline", t.CommitDeadline)
+					p.startTask(ctx, taskKey{j.ID, t.Stage}, t.CommitDeadline)
+					break
+				}
+			}
+		}
+	}
 }
 
 // AdvertInterval is how often a provider gossips its capability advert.
@@ -760,11 +812,22 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		p.saveSecrets()
 		msg := &market.MsgCommitBid{Job: id, Stage: stage, Commitment: market.BidCommitment(id, stage, price, s.Salt, p.addr)}
 		if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+			var refused *node.TxError
+			if !errors.As(err, &refused) {
+				// Not known to be refused (the agent stopping while it
+				// waited for inclusion, the node unreachable): the
+				// commitment may be on chain, so its salt is kept for
+				// the reveal (a stale one for a bid never made costs
+				// nothing; dropping a made one forfeits its deposit).
+				p.log.Warn("bid sent, its inclusion unknown", "job", id, "stage", stage, "err", err)
+				continue
+			}
 			p.log.Warn("bid refused", "job", id, "stage", stage, "err", err)
 			p.decided(id, stage, nil, fmt.Sprintf("a sealed bid at %s was refused: %v", types.FormatAmount(price), err))
 			p.mu.Lock()
 			delete(p.bids, k)
 			p.mu.Unlock()
+			p.saveSecrets()
 			continue
 		}
 		p.log.Info("sealed bid", "job", id, "stage", stage, "price", types.FormatAmount(price))
@@ -977,7 +1040,10 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	}
 	// Served to the client, and to validators if the task is disputed;
 	// never announced: the output is the client's.
-	if err := p.access.BindOutput(h, j, k.Stage); err != nil {
+	// Computed from a prompt this job's client holds (bound to it, or
+	// proven by fetchInput): its client may fetch it even if another
+	// client's job produced the same output.
+	if err := p.access.BindShared(h, Grant{Job: j.ID, Client: j.Client, Kind: GrantOutput, Stage: k.Stage}); err != nil {
 		p.log.Warn("the output is served to nobody", "job", k.Job, "err", err)
 	}
 	if err := p.commitResult(ctx, k, h, commitDeadline); err != nil {
@@ -1031,11 +1097,25 @@ func withoutEOG(m *llm.Model, toks []int) []int {
 // check, the validators); it gives up once the chain has committed height
 // by. A blob that is not a prompt is errInputInvalid.
 func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, by uint64) (*LLMInput, error) {
-	if err := p.access.BindInput(j.Input, j); err != nil {
-		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
-	}
 	fctx, cancel := untilHeight(ctx, p.cfg.Chain, by)
 	defer cancel()
+	if err := p.access.BindInput(j.Input, j); errors.Is(err, ErrOtherOwner) {
+		// This provider holds the prompt for another client's job: the
+		// hash is public on chain, the bytes are not. This job's client
+		// must prove it holds them before anything is generated from the
+		// local copy and streamed to it.
+		if err := p.proveClientHolds(fctx, j); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("the prompt of job %d is held here for another client's job, and job %d's client did not serve it by height %d: %w", j.ID, j.ID, by, err)
+		}
+		if err := p.access.BindShared(j.Input, Grant{Job: j.ID, Client: j.Client, Kind: GrantInput}); err != nil {
+			p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
+		}
+	} else if err != nil {
+		p.log.Warn("the prompt is not served to the job's other parties", "job", j.ID, "err", err)
+	}
 	if err := fetchFromPartiesMax(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input, maxLLMInputBlob); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -1051,6 +1131,30 @@ func (p *Provider) fetchInput(ctx context.Context, j *chain.JobView, by uint64) 
 		return nil, fmt.Errorf("%w: %v", errInputInvalid, err)
 	}
 	return in, nil
+}
+
+// proveClientHolds waits until job j's client, connected to this host,
+// serves the job's input in full (p2p.Host.ProveHeld), or ctx ends.
+func (p *Provider) proveClientHolds(ctx context.Context, j *chain.JobView) error {
+	var last error
+	for {
+		if peers := peersOf(p.cfg.Host, j.Client); len(peers) > 0 {
+			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			last = p.cfg.Host.ProveHeld(fctx, j.Input, p2p.FetchOptions{Peers: peers, MaxSize: maxLLMInputBlob})
+			cancel()
+			if last == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = fmt.Errorf("the client %s did not connect", j.Client.Hex())
+			}
+			return errors.Join(last, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func (p *Provider) revealResult(ctx context.Context, k taskKey) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (h *Host) Fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 			c = &fetchCall{done: make(chan struct{})}
 			h.fetching[hash] = c
 			h.fetchMu.Unlock()
-			c.path, c.err = h.fetch(ctx, hash, o)
+			c.path, c.err = h.fetch(ctx, h.store, hash, o)
 			h.fetchMu.Lock()
 			delete(h.fetching, hash)
 			h.fetchMu.Unlock()
@@ -99,7 +100,32 @@ func (h *Host) Fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 	}
 }
 
-func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (string, error) {
+// ProveHeld downloads blob hash from o.Peers (required: the parties that
+// must prove they hold it) into a scratch store and discards it: it
+// succeeds only if one of them served every byte. The local store's copy,
+// if any, is neither used nor changed. A provider asks it of a client
+// whose job names an input the provider holds for another client's job:
+// the input's hash is public on chain, its bytes are not, and naming a
+// hash must not buy the output of someone else's prompt.
+func (h *Host) ProveHeld(ctx context.Context, hash types.Hash, o FetchOptions) error {
+	if len(o.Peers) == 0 {
+		return fmt.Errorf("cannot check who holds blob %x: no peer to ask", hash)
+	}
+	dir, err := os.MkdirTemp("", "ogpu-held-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := blobstore.Open(dir)
+	if err != nil {
+		return err
+	}
+	o.Announce = false
+	_, err = h.fetch(ctx, st, hash, o)
+	return err
+}
+
+func (h *Host) fetch(ctx context.Context, store *blobstore.Store, hash types.Hash, o FetchOptions) (string, error) {
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("cannot fetch blob %x: %w", hash, err)
 	}
@@ -143,9 +169,9 @@ func (h *Host) fetch(ctx context.Context, hash types.Hash, o FetchOptions) (stri
 	if m == nil {
 		return fail(fmt.Errorf("no peer served its manifest: %w", joinPeerErrors(peers, refused)))
 	}
-	part, err := h.store.Begin(m)
+	part, err := store.Begin(m)
 	if errors.Is(err, blobstore.ErrExists) {
-		return h.store.Path(hash)
+		return store.Path(hash)
 	} else if err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,394 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// scanner walks node0's blocks once each, in order, and keeps what the
+// checks and the summary need: the jobs posted and how they ended, every
+// slash and jail, and the block times.
+type scanner struct {
+	c    *node.Client
+	next int64 // the next height to read
+
+	posted    map[uint64]types.Address // job -> client
+	order     []uint64
+	outcomes  map[uint64][]string // task_settled outcomes
+	disputed  map[uint64]bool
+	expired   map[uint64]bool
+	cancelled map[uint64]bool
+	slashes   []slashAt
+	noShows   []market.EventNoShow
+	valJails  []escrow.EventValidatorJailed
+	provJails []market.EventProviderJailed
+
+	lastTime     time.Time
+	maxBlockTime time.Duration
+	maxBlockAt   int64
+	maxTxs       int
+	blocks       int64
+}
+
+type slashAt struct {
+	Height int64
+	market.EventSlashed
+}
+
+func newScanner(c *node.Client) *scanner {
+	return &scanner{c: c, next: 1, posted: map[uint64]types.Address{}, outcomes: map[uint64][]string{},
+		disputed: map[uint64]bool{}, expired: map[uint64]bool{}, cancelled: map[uint64]bool{}}
+}
+
+// to reads every block up to node0's committed height.
+func (s *scanner) to(ctx context.Context) error {
+	top, err := s.c.CommittedHeight(ctx)
+	if err != nil {
+		return err
+	}
+	for ; s.next <= top; s.next++ {
+		b, err := s.c.BlockEventsAt(ctx, s.next)
+		if err != nil {
+			return err
+		}
+		if !s.lastTime.IsZero() {
+			if d := b.Time.Sub(s.lastTime); d > s.maxBlockTime {
+				s.maxBlockTime, s.maxBlockAt = d, b.Height
+			}
+		}
+		s.lastTime = b.Time
+		s.maxTxs = max(s.maxTxs, b.Txs)
+		s.blocks++
+		if err := s.take(b); err != nil {
+			return fmt.Errorf("height %d: %w", b.Height, err)
+		}
+	}
+	return nil
+}
+
+func (s *scanner) take(b node.BlockEvents) error {
+	posted, err := node.DecodeEvents[market.EventJobPosted](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range posted {
+		if _, ok := s.posted[e.Job]; !ok {
+			s.order = append(s.order, e.Job)
+		}
+		s.posted[e.Job] = e.Client
+	}
+	settled, err := node.DecodeEvents[market.EventTaskSettled](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range settled {
+		s.outcomes[e.Job] = append(s.outcomes[e.Job], e.Outcome)
+	}
+	disputes, err := node.DecodeEvents[market.EventDisputeOpened](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range disputes {
+		s.disputed[e.Job] = true
+	}
+	expired, err := node.DecodeEvents[market.EventJobExpired](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range expired {
+		s.expired[e.Job] = true
+	}
+	cancelled, err := node.DecodeEvents[market.EventJobCancelled](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range cancelled {
+		s.cancelled[e.Job] = true
+	}
+	slashes, err := node.DecodeEvents[market.EventSlashed](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range slashes {
+		s.slashes = append(s.slashes, slashAt{b.Height, e})
+	}
+	noShows, err := node.DecodeEvents[market.EventNoShow](b.Events)
+	if err != nil {
+		return err
+	}
+	s.noShows = append(s.noShows, noShows...)
+	vj, err := node.DecodeEvents[escrow.EventValidatorJailed](b.Events)
+	if err != nil {
+		return err
+	}
+	s.valJails = append(s.valJails, vj...)
+	pj, err := node.DecodeEvents[market.EventProviderJailed](b.Events)
+	if err != nil {
+		return err
+	}
+	s.provJails = append(s.provJails, pj...)
+	return nil
+}
+
+// hashChecker compares every node's block headers with node0's, height by
+// height, each height once per node: the app hash and the block hash
+// (which covers the rest of the header) must agree everywhere.
+type hashChecker struct {
+	cs      []*node.Client
+	checked []int64           // per node, the last height compared
+	ref     map[int64]refHash // node0's headers
+}
+
+type refHash struct{ app, block []byte }
+
+func newHashChecker(cs []*node.Client) *hashChecker {
+	return &hashChecker{cs: cs, checked: make([]int64, len(cs)), ref: map[int64]refHash{}}
+}
+
+// headers returns node i's headers from..to (BlockchainInfo pages of 20).
+func (h *hashChecker) headers(ctx context.Context, i int, from, to int64) (map[int64]refHash, error) {
+	out := map[int64]refHash{}
+	for lo := from; lo <= to; lo += 20 {
+		hi := min(lo+19, to)
+		res, err := h.cs[i].RPC.BlockchainInfo(ctx, lo, hi)
+		if err != nil {
+			return nil, fmt.Errorf("node%d headers %d..%d: %w", i, lo, hi, err)
+		}
+		for _, m := range res.BlockMetas {
+			out[m.Header.Height] = refHash{app: m.Header.AppHash, block: m.BlockID.Hash}
+		}
+	}
+	return out, nil
+}
+
+// check compares the new heights of every node that answers; a node that
+// is down or behind is compared later. It returns the heights compared.
+func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
+	top0, err := h.cs[0].CommittedHeight(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("node0: %w", err)
+	}
+	compared := 0
+	for i := 1; i < len(h.cs); i++ {
+		if !up[i] {
+			continue
+		}
+		topI, err := h.cs[i].CommittedHeight(ctx)
+		if err != nil {
+			continue // down or paused: compared once it answers
+		}
+		to := min(top0, topI)
+		from := h.checked[i] + 1
+		if from > to {
+			continue
+		}
+		var missing int64
+		for k := from; k <= to; k++ {
+			if _, ok := h.ref[k]; !ok {
+				missing = k
+				break
+			}
+		}
+		if missing != 0 {
+			got, err := h.headers(ctx, 0, missing, to)
+			if err != nil {
+				return compared, err
+			}
+			for k, v := range got {
+				h.ref[k] = v
+			}
+		}
+		got, err := h.headers(ctx, i, from, to)
+		if err != nil {
+			continue
+		}
+		for k := from; k <= to; k++ {
+			want, ok := h.ref[k]
+			g, ok2 := got[k]
+			if !ok || !ok2 {
+				return compared, fmt.Errorf("height %d: header missing (node0 %v, node%d %v)", k, ok, i, ok2)
+			}
+			if !bytes.Equal(want.app, g.app) || !bytes.Equal(want.block, g.block) {
+				return compared, fmt.Errorf("node%d disagrees with node0 at height %d: app hash %X vs %X, block %X vs %X", i, k, g.app, want.app, g.block, want.block)
+			}
+			compared++
+		}
+		h.checked[i] = to
+	}
+	return compared, nil
+}
+
+// Check runs the invariants now: no process died on its own, every node
+// agrees with node0 on every header so far, the supply adds up to the cap
+// on every node that answers, and no honest provider or validator was
+// slashed. It fails the test on a violation.
+func (n *Net) Check(what string) {
+	n.T.Helper()
+	if err := n.check(); err != nil {
+		n.T.Fatalf("check after %s: %v", what, err)
+	}
+}
+
+func (n *Net) check() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []string
+	for _, p := range n.procs() {
+		errs = append(errs, p.Unexpected()...)
+	}
+	up := make([]bool, len(n.Vals))
+	for i, v := range n.Vals {
+		up[i] = v.Running()
+	}
+	compared, err := n.hashes.check(ctx, up)
+	if err != nil {
+		errs = append(errs, "app hash: "+err.Error())
+	}
+	for i, c := range n.Clients {
+		if !up[i] {
+			continue
+		}
+		qctx, qcancel := context.WithTimeout(ctx, 3*time.Second)
+		sup, err := c.Supply(qctx)
+		qcancel()
+		if err != nil {
+			continue // paused or cut off: it answers at a later check
+		}
+		if !sup.Total().Eq(types.MaxSupply) {
+			errs = append(errs, fmt.Sprintf("node%d: the supply adds up to %s, not the cap %s", i, types.FormatAmount(sup.Total()), types.FormatAmount(types.MaxSupply)))
+		}
+	}
+	if err := n.scan.to(ctx); err != nil {
+		errs = append(errs, "reading blocks: "+err.Error())
+	}
+	errs = append(errs, n.slashFindings()...)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n  "))
+	}
+	n.mu.Lock()
+	n.checks++
+	n.mu.Unlock()
+	n.T.Logf("check passed: %d new headers compared, node0 at %d, %d jobs posted", compared, n.scan.next-1, len(n.scan.order))
+	return nil
+}
+
+// slashFindings: a provider is slashed only for a no-show, and only if the
+// harness killed or paused it; no validator is jailed (no perturbation
+// lasts the downtime window, and none double-signs).
+func (n *Net) slashFindings() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ours := map[types.Address]string{}
+	for _, p := range n.Provs {
+		ours[p.Addr] = p.Name
+	}
+	var out []string
+	for _, s := range n.scan.slashes {
+		name, isProv := ours[s.Account]
+		switch {
+		case !isProv:
+			out = append(out, fmt.Sprintf("height %d: %s slashed %s (%s) on job %d, not a provider of this net", s.Height, s.Account.Hex(), types.FormatAmount(s.Amount), s.Reason, s.Job))
+		case s.Reason != "no-show":
+			out = append(out, fmt.Sprintf("height %d: honest provider %s slashed %s for %q on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Reason, s.Job))
+		case !n.perturbed[s.Account]:
+			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Job))
+		default:
+			// Killed and restarted: a no-show only if it came back too
+			// late for the deadline it missed (the restarted agent
+			// resumes its awarded tasks, TestProviderRestartResumes).
+			// The slash comes at the deadline missed: it must fall
+			// while the provider was down, or within 5 blocks of its
+			// return (time to fetch the prompt, generate and commit).
+			excused := false
+			for _, d := range n.down[s.Account] {
+				if s.Height >= d.from && (d.to == 0 || s.Height <= d.to+5) {
+					excused = true
+				}
+			}
+			if !excused {
+				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v)", s.Height, name, s.Job, s.Stage, n.down[s.Account]))
+			}
+		}
+	}
+	for _, j := range n.scan.valJails {
+		out = append(out, fmt.Sprintf("validator %s jailed: %s", j.Operator.Hex(), j.Reason))
+	}
+	return out
+}
+
+func (n *Net) procs() []*Proc {
+	ps := append([]*Proc(nil), n.Vals...)
+	for _, p := range n.Provs {
+		if p.Proc != nil {
+			ps = append(ps, p.Proc)
+		}
+	}
+	return ps
+}
+
+// JobTally is how the posted jobs ended.
+type JobTally struct {
+	Posted, Settled, Refunded, Disputed, Open int
+	// Stuck lists the jobs still open, with their phase.
+	Stuck []string
+}
+
+// Jobs tallies the posted jobs from the chain: settled (completed on an
+// agreed result), refunded (expired, cancelled, or completed with no
+// result), disputed (a dispute opened and was decided), open (not ended
+// yet).
+func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
+	if err := n.scan.to(ctx); err != nil {
+		return JobTally{}, err
+	}
+	var t JobTally
+	ids := append([]uint64(nil), n.scan.order...)
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	for _, id := range ids {
+		t.Posted++
+		j, err := n.Clients[0].Job(ctx, id)
+		if err != nil {
+			return t, fmt.Errorf("job %d: %w", id, err)
+		}
+		switch {
+		case j.State.Open():
+			t.Open++
+			t.Stuck = append(t.Stuck, fmt.Sprintf("job %d %s: %s", id, j.StateName, j.Phase))
+		case n.scan.disputed[id]:
+			t.Disputed++
+		case j.State == market.JobCompleted && j.Paid != nil && !j.Paid.IsZero():
+			t.Settled++
+		default:
+			t.Refunded++
+		}
+	}
+	return t, nil
+}
+
+// WaitJobsEnded waits until no posted job is open (bidding, revealing or
+// running): the windows of the last one must have passed by within.
+func (n *Net) WaitJobsEnded(within time.Duration) JobTally {
+	n.T.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		t, err := n.Jobs(ctx)
+		cancel()
+		if err == nil && t.Open == 0 {
+			return t
+		}
+		if time.Now().After(deadline) {
+			n.T.Fatalf("jobs still open %s after the load stopped (err %v):\n  %s", within, err, strings.Join(t.Stuck, "\n  "))
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ogpu-network/ogpu/node/agent"
+)
+
+// RequireModelEnv makes the process tests fail, not skip, when the shared
+// model is missing (make test sets it).
+const RequireModelEnv = "OGPU_REQUIRE_MODEL"
+
+func requireModel(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a 4-validator testnet, 3 providers and a job load as processes (minutes): not under -short")
+	}
+	model, err := agent.FindModel()
+	if err != nil {
+		if os.Getenv(RequireModelEnv) == "1" {
+			t.Fatalf("the perturbation suite needs the shared model (%s=1): %v", RequireModelEnv, err)
+		}
+		t.Skipf("the perturbation suite needs the shared model: %v (set %s=1 to fail instead)", err, RequireModelEnv)
+	}
+	return model
+}
+
+// TestPerturbationShort applies each perturbation once while clients post
+// LLM jobs, and checks the invariants after each and at the end: headers
+// (app hashes) agree at every height on every node, the supply adds up to
+// the cap, no honest provider or validator is slashed, perturbed nodes
+// catch up, spam at the minimum fee is all committed, and every job posted
+// ends (settled, refunded, or disputed and decided).
+func TestPerturbationShort(t *testing.T) {
+	model := requireModel(t)
+	begin := time.Now()
+	n := Start(t, model, Options{})
+	t.Logf("%.0fs: 4 validators and %d providers up", time.Since(begin).Seconds(), len(n.Provs))
+	n.Check("start")
+	load := n.StartLoad(2, 6)
+
+	n.Spam(600, 2*time.Minute)
+	n.Check("spam")
+	if p := n.KillProviderMidJob(2 * time.Minute); p != nil {
+		n.Advance(2, time.Minute, 0, 1)
+		n.RestartProvider(p)
+		n.Check("provider kill and restart")
+	} else {
+		t.Fatal("no job reached a provider within 2 minutes: nothing to kill mid-job")
+	}
+	n.KillRestartValidator(3)
+	n.Check("validator kill -9 and restart")
+	n.PartitionValidator(2)
+	n.Check("partition and heal")
+	n.PauseValidator(3)
+	n.Check("SIGSTOP/SIGCONT")
+
+	load.Stop()
+	tally := n.WaitJobsEnded(3 * time.Minute)
+	n.Check("the end")
+	t.Logf("%.0fs: %s", time.Since(begin).Seconds(), n.Summary(load, tally))
+	if tally.Posted == 0 || tally.Settled == 0 {
+		t.Fatalf("the load did no work: %+v", tally)
+	}
+	for _, r := range load.Results() {
+		if r.Err != "" {
+			t.Errorf("%s: ogpu job run failed: %s", r.Client, r.Err)
+		}
+	}
+}
+
+// TestSoak cycles the perturbations for OGPU_SOAK (e.g. 30m; make soak)
+// under a continuous job load and prints the summary. Skipped without
+// OGPU_SOAK.
+func TestSoak(t *testing.T) {
+	d := os.Getenv("OGPU_SOAK")
+	if d == "" {
+		t.Skip("set OGPU_SOAK=30m (make soak) to run the soak")
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 {
+		t.Fatalf("OGPU_SOAK=%q: want a duration such as 30m", d)
+	}
+	model := requireModel(t)
+	begin := time.Now()
+	n := Start(t, model, Options{})
+	n.Check("start")
+	load := n.StartLoad(2, 100_000) // bounded by the duration in practice
+	steps := []func(){
+		func() { n.Spam(1000, 3*time.Minute); n.Check("spam") },
+		func() { n.KillRestartValidator(3); n.Check("validator kill -9 and restart") },
+		func() {
+			if p := n.KillProviderMidJob(2 * time.Minute); p != nil {
+				n.Advance(2, time.Minute, 0, 1)
+				n.RestartProvider(p)
+				n.Check("provider kill and restart")
+			}
+		},
+		func() { n.PartitionValidator(2); n.Check("partition and heal") },
+		func() { n.PauseValidator(3); n.Check("SIGSTOP/SIGCONT") },
+		func() { n.KillRestartValidator(2); n.Check("validator kill -9 and restart") },
+		func() { n.PartitionValidator(3); n.Check("partition and heal") },
+		func() { n.PauseValidator(2); n.Check("SIGSTOP/SIGCONT") },
+	}
+	for k := 0; time.Since(begin) < dur; k++ {
+		steps[k%len(steps)]()
+		n.Advance(5, time.Minute, 0, 1, 2, 3) // a quiet spell: the load runs unperturbed
+	}
+	load.Stop()
+	tally := n.WaitJobsEnded(5 * time.Minute)
+	n.Check("the end")
+	summary := n.Summary(load, tally)
+	fmt.Printf("soak %s (OGPU_SOAK=%s):\n%s\n", time.Since(begin).Round(time.Second), d, summary)
+	if tally.Posted == 0 || tally.Settled == 0 {
+		t.Fatalf("the load did no work: %+v", tally)
+	}
+	for _, r := range load.Results() {
+		if r.Err != "" {
+			t.Errorf("%s: ogpu job run failed: %s", r.Client, r.Err)
+		}
+	}
+}
+
+// Summary is the run's figures in a few lines.
+func (n *Net) Summary(load *Load, t JobTally) string {
+	var b strings.Builder
+	failed := 0
+	for _, r := range load.Results() {
+		if r.Err != "" {
+			failed++
+		}
+	}
+	fmt.Fprintf(&b, "jobs posted %d: settled %d, refunded %d, disputed %d, open %d (client runs %d, failed %d)\n",
+		t.Posted, t.Settled, t.Refunded, t.Disputed, t.Open, len(load.Results()), failed)
+	applied := n.Applied()
+	kinds := make([]string, 0, len(applied))
+	total := 0
+	for k, v := range applied {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
+		total += v
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "perturbations applied %d: %s\n", total, strings.Join(kinds, ", "))
+	n.mu.Lock()
+	checks := n.checks
+	n.mu.Unlock()
+	s := n.scan
+	fmt.Fprintf(&b, "blocks %d, max block time %s (height %d), max txs in a block %d\n", s.blocks, s.maxBlockTime.Round(time.Millisecond), s.maxBlockAt, s.maxTxs)
+	fmt.Fprintf(&b, "invariant checks passed %d (app hashes at every height on 4 nodes, supply = cap, no honest slash, catch-up); no-shows of killed providers %d, slashes %d",
+		checks, len(s.noShows), len(s.slashes))
+	return b.String()
+}
