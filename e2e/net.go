@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,28 +138,11 @@ func run(t testing.TB, bin string, args ...string) string {
 // (`ogpud testnet` gives node i P2P port p+10i and RPC port p+10i+1).
 func freeBase(t testing.TB, n int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		base, err := node.FreePort()
-		if err != nil || base+10*n+2 > 65535 {
-			continue
-		}
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			for _, port := range []int{base + 10*i, base + 10*i + 1} {
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-				if err != nil {
-					ok = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if ok {
-			return base
-		}
+	base, err := node.FreeTestnetBase(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port range")
-	return 0
+	return base
 }
 
 var (

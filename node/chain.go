@@ -380,6 +380,33 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeTestnetBase returns a port p such that the ports `ogpud testnet
+// --starting-port p` gives n nodes (node i: P2P p+10i, RPC p+10i+1) are
+// all free on loopback now.
+func FreeTestnetBase(n int) (int, error) {
+	for range 50 {
+		base, err := FreePort()
+		if err != nil || base+10*n+2 > 65535 {
+			continue
+		}
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			for _, port := range []int{base + 10*i, base + 10*i + 1} {
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+				if err != nil {
+					ok = false
+					break
+				}
+				l.Close()
+			}
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("no free range of testnet ports on loopback")
+}
+
 // FreePort draws from [freePortLow, freePortLow+freePortSpan).
 const (
 	freePortLow  = 20_000

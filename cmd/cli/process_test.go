@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,28 +204,11 @@ func countLines(path, s string) int {
 // freeBase finds a port p such that p .. p+10n+1 are free on loopback.
 func freeBase(t *testing.T, n int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		base, err := node.FreePort()
-		if err != nil || base+10*n+2 > 65535 {
-			continue
-		}
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			for _, port := range []int{base + 10*i, base + 10*i + 1} {
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-				if err != nil {
-					ok = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if ok {
-			return base
-		}
+	base, err := node.FreeTestnetBase(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port range")
-	return 0
+	return base
 }
 
 func TestTestnetFourValidators(t *testing.T) {
