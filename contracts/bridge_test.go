@@ -710,7 +710,19 @@ func (e *bridgeEnv) available() *big.Int {
 
 func (e *bridgeEnv) advance(d time.Duration) {
 	e.t.Helper()
-	if err := e.sim.AdjustTime(d); err != nil {
+	// The simulated backend's pool resets after a Commit asynchronously: for
+	// a moment the pending block can still hold the transaction just mined,
+	// and AdjustTime refuses a non-empty block ("could not adjust time on
+	// non-empty block", seen once in make test). It changes nothing when it
+	// refuses, so it is tried again for up to a second.
+	var err error
+	for try := 0; try < 100; try++ {
+		if err = e.sim.AdjustTime(d); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.sim.Commit()
