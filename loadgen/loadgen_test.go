@@ -154,6 +154,12 @@ func TestMarketLoadCountsAddUp(t *testing.T) {
 	if cancelled != rep.JobsCancelled || cancelled != rep.JobsPosted-rep.JobsLate {
 		t.Fatalf("chain has %d cancelled load jobs; report: %d posted, %d cancelled, %d late", cancelled, rep.JobsPosted, rep.JobsCancelled, rep.JobsLate)
 	}
+	// Every job's last bidder holds its reveal back: an auction closes at
+	// its last sealed bid's reveal, and a job awarded before its cancel
+	// would hand load providers a task they then miss (slashed, jailed).
+	if rep.JobsLate != 0 || rep.Tainted != 0 {
+		t.Fatalf("%d load jobs awarded before their cancel, %d providers tainted", rep.JobsLate, rep.Tainted)
+	}
 	for _, k := range rep.Kinds {
 		if k.Kind == KindReveal && k.Committed == 0 {
 			t.Fatalf("no reveal committed: %+v", rep.Kinds)
