@@ -209,3 +209,36 @@ func TestPruningKeepsHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotSwitchMidRestore: a peer offers a forged snapshot, CometBFT
+// applies part of it, then switches to another offer: what the first wrote
+// is wiped before the second starts, so the honest snapshot restores the
+// trusted state exactly, with no node of the forged one left reachable.
+func TestSnapshotSwitchMidRestore(t *testing.T) {
+	ctx := context.Background()
+	honest, forged := stateTree(t, "honest"), stateTree(t, "forged")
+	trusted := AppHash(3, honest.Hash())
+	good, goodChunks := snapshotOf(t, honest, 3, 1<<10)
+	bad, badChunks := snapshotOf(t, forged, 3, 1<<10)
+	a := NewApp(store.NewMemTree())
+	if res, _ := a.OfferSnapshot(ctx, &abci.OfferSnapshotRequest{Snapshot: bad, AppHash: trusted}); res.Result != abci.OFFER_SNAPSHOT_RESULT_ACCEPT {
+		t.Fatalf("forged offer: %v", res.Result)
+	}
+	if res, _ := a.ApplySnapshotChunk(ctx, &abci.ApplySnapshotChunkRequest{Index: 0, Chunk: badChunks[0], Sender: "liar"}); res.Result != abci.APPLY_SNAPSHOT_CHUNK_RESULT_ACCEPT {
+		t.Fatalf("forged chunk 0: %v", res.Result)
+	}
+	if res, _ := a.OfferSnapshot(ctx, &abci.OfferSnapshotRequest{Snapshot: good, AppHash: trusted}); res.Result != abci.OFFER_SNAPSHOT_RESULT_ACCEPT {
+		t.Fatalf("honest offer after a partial one: %v", res.Result)
+	}
+	for i, c := range goodChunks {
+		if res, _ := a.ApplySnapshotChunk(ctx, &abci.ApplySnapshotChunkRequest{Index: uint32(i), Chunk: c, Sender: "p"}); res.Result != abci.APPLY_SNAPSHOT_CHUNK_RESULT_ACCEPT {
+			t.Fatalf("honest chunk %d: %v", i, res.Result)
+		}
+	}
+	if got := AppHash(3, a.tree.Hash()); !bytes.Equal(got, trusted) {
+		t.Fatalf("restored %X, want %X", got, trusted)
+	}
+	if v := a.tree.Get([]byte("key-0001")); string(v) != "honest-3-1" {
+		t.Fatalf("key-0001 reads %q after the switch", v)
+	}
+}
