@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/libs/log"
@@ -68,6 +69,8 @@ type App struct {
 
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
+	// paramsCache is the last params record runTx decoded (App.params).
+	paramsCache atomic.Pointer[decodedParams]
 
 	// snapshots takes and serves state sync snapshots (snapshot.go; nil:
 	// none); restore is a snapshot being restored.

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -372,13 +373,19 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 //
 // Every check here runs in CheckTx, PrepareProposal and FinalizeBlock alike.
 func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
-	params := getParams(kv)
+	params := a.params(kv)
 	if uint64(len(bz)) > params.MaxTxBytes {
 		return fail(stageRejected, 0, types.ErrTxTooLarge.Wrapf("%d bytes, the limit is %d", len(bz), params.MaxTxBytes))
 	}
-	tx, err := types.DecodeTx(bz)
-	if err != nil {
-		return fail(stageRejected, 0, err)
+	// A transaction seen before on this node (the mempool, a proposal) is
+	// decoded and verified already (sigcache.go).
+	key := sha256.Sum256(bz)
+	tx, verified := a.sigs.get(key)
+	var err error
+	if tx == nil {
+		if tx, err = types.DecodeTx(bz); err != nil {
+			return fail(stageRejected, 0, err)
+		}
 	}
 	body := &tx.Body
 	// Until the messages are decoded, a refusal reports their plain gas.
@@ -420,8 +427,11 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	if bal := escrow.NewKeeper(kv).Balance(body.From); bal.Lt(body.Fee) {
 		return fail(stageRejected, gas, fmt.Errorf("cannot pay the fee: %w", types.ErrInsufficientFunds.Wrapf("%s has %s, the fee is %s", body.From, types.FormatAmount(bal), types.FormatAmount(body.Fee))))
 	}
-	if err := a.sigs.verify(bz, tx); err != nil {
-		return fail(stageRejected, gas, err)
+	if !verified {
+		if err := tx.VerifySignature(); err != nil {
+			return fail(stageRejected, gas, err)
+		}
+		a.sigs.add(key, len(bz), tx)
 	}
 
 	ante := store.NewCache(kv)

@@ -25,7 +25,6 @@ import (
 	nm "github.com/cometbft/cometbft/node"
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/privval"
-	"github.com/cometbft/cometbft/proxy"
 	cmttypes "github.com/cometbft/cometbft/types"
 	cmttime "github.com/cometbft/cometbft/types/time"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -330,7 +329,7 @@ func StartChainNodeWith(ctx context.Context, conf *cmtcfg.Config, logger log.Log
 	if o.Wrap != nil {
 		served = o.Wrap(app)
 	}
-	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(served),
+	n, err := nm.NewNode(ctx, conf, pv, nodeKey, NewClientCreator(served, app.PreverifyTx),
 		nm.DefaultGenesisDocProviderFunc(conf), cmtcfg.DefaultDBProvider,
 		nm.DefaultMetricsProvider(conf.Instrumentation), logger)
 	if err != nil {
