@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -39,14 +40,27 @@ const AppVersion uint64 = 6
 // Version is the software version.
 const Version = "0.1.0"
 
-// App is the ABCI application. CometBFT's local client serializes every call
-// to it, so it needs no locking of its own.
+// App is the ABCI application.
+//
+// Concurrency: CometBFT may call CheckTx (the mempool connection) beside
+// every other call, and must serialize the others (consensus, query and
+// snapshot connections) among themselves; node.NewClientCreator does
+// both. CheckTx touches only what checkMu guards (the mempool's view, its
+// height and counts), reads the state through the tree's reader
+// (store.Tree.ReadSnapshot: nodes of its own, so a block being written
+// beside it cannot race), and shares only the signature cache (its own
+// mutex) and the decoded params (atomic) with the rest. With
+// proxy.NewLocalClientCreator (one mutex for all calls) it works as well.
 type App struct {
 	abci.BaseApplication
 
 	tree   *store.Tree
 	logger log.Logger
 
+	// checkMu guards check, checkHeight and ordinary: CheckTx holds it
+	// throughout; Commit, InitChain and a restored snapshot take it to
+	// reset them.
+	checkMu sync.Mutex
 	// check is the mempool's view: the last committed state plus the
 	// transactions CheckTx accepted since.
 	check *store.Cache
@@ -106,8 +120,16 @@ func NewApp(tree *store.Tree, opts ...Option) *App {
 	return a
 }
 
+// resetCheckState makes the last saved version the mempool's view, read
+// through the tree's reader. a.checkMu is held (or a is not shared yet).
 func (a *App) resetCheckState() {
-	snap, err := a.tree.Snapshot(0)
+	var snap *store.Snapshot
+	var err error
+	if v := a.tree.Version(); v > 0 {
+		snap, err = a.tree.ReadSnapshot(v)
+	} else {
+		snap, err = a.tree.Snapshot(0) // nothing saved: empty
+	}
 	if err != nil {
 		panic(err) // the latest version always exists
 	}
@@ -184,9 +206,14 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 			return nil, fmt.Errorf("genesis: %w", err)
 		}
 	}
-	// Until the first Commit the mempool checks against the genesis state.
-	a.check = store.NewCache(a.tree)
+	// Until the first Commit the mempool checks against the genesis state:
+	// a copy, since CheckTx may run beside the first block's writes.
+	frozen := store.NewMemTree()
+	a.tree.Iterate(nil, nil, func(k, v []byte) bool { frozen.Set(k, v); return false })
+	a.checkMu.Lock()
+	a.check = store.NewCache(frozen)
 	a.checkHeight = uint64(height) + 1
+	a.checkMu.Unlock()
 	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash()), Validators: vals}, nil
 }
 
@@ -232,6 +259,8 @@ func matchValidators(app, cmt []abci.ValidatorUpdate) error {
 // validity, so FinalizeBlock does not repeat it. Deadline transactions and
 // rechecks (what the mempool already holds) are never refused by it.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
 	var class txClass
 	classified := false
 	if a.pool.Txs > 0 {
@@ -407,7 +436,12 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 
 // Commit saves the working tree as the block's version and resets the
 // mempool's view to it.
+//
+// It holds checkMu throughout (CometBFT holds its mempool lock through
+// Commit anyway): no CheckTx reads a version while it is saved or pruned.
 func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
 	_, v, err := a.tree.SaveVersion()
 	if err != nil {
 		return nil, fmt.Errorf("cannot save state: %w", err)

@@ -12,25 +12,29 @@ import (
 // The ABCI connections between CometBFT and the in-process app.
 //
 // CometBFT's local client creator serializes every ABCI call of the four
-// connections (consensus, mempool, query, snapshot) behind one mutex: the
-// app's state is not safe for concurrent use, and CheckTx reads it. The
-// costliest part of CheckTx does not read it: the secp256k1 recovery of
-// the transaction's signature (about 55 µs through cgo here, issue 17),
-// which the app caches by the transaction's bytes (chain/sigcache.go).
+// connections (consensus, mempool, query, snapshot) behind one mutex, so
+// the mempool's CheckTx waits for each block's PrepareProposal,
+// FinalizeBlock and Commit, and they for it: on the 2-core machine of
+// issue 17 the app used about one core while transfers queued.
 //
-// NewClientCreator keeps the one mutex and adds one step before the
-// mempool connection takes it: pre(tx) verifies the signature into that
-// cache. CometBFT's mempool calls CheckTx from every RPC and peer
-// goroutine under a shared (read) lock, so these recoveries run on all
-// cores, beside each other and beside a block being executed; the
-// CheckTx under the mutex then finds the signature verified. pre reads no
-// state and changes none: it can only make the app's later check cheaper,
-// never change its answer (a bad signature is not cached and is refused
-// under the mutex as before).
+// NewClientCreator gives the mempool connection a mutex of its own, for an
+// app whose CheckTx is safe beside its other calls (chain.App: CheckTx
+// reads the state through a reader of its own, see its doc), and keeps one
+// mutex over the other three. CometBFT itself orders Commit against
+// CheckTx (its mempool lock is held through Commit and the recheck that
+// follows). It also runs pre before the mempool's mutex: chain.App's
+// PreverifyTx, the secp256k1 recovery of the transaction's signature
+// (about 55 µs through cgo here) into the app's signature cache. The
+// mempool calls CheckTx from every RPC and peer goroutine under a shared
+// lock, so these recoveries run on all cores. pre reads no state and
+// changes none: it can only make the app's later check cheaper, never
+// change its answer (a bad signature is not cached and is refused as
+// before).
 
-// NewClientCreator returns a ClientCreator for app in this process: one
-// mutex over all its connections, as proxy.NewLocalClientCreator, with
-// pre (nil: none) run on each mempool CheckTx's bytes before the mutex.
+// NewClientCreator returns a ClientCreator for app in this process: the
+// consensus, query and snapshot connections share one mutex; the mempool
+// connection has its own and runs pre (nil: none) on each CheckTx's bytes
+// first. app's CheckTx must be safe beside its other calls.
 func NewClientCreator(app abci.Application, pre func(tx []byte)) proxy.ClientCreator {
 	return &clientCreator{mtx: new(cmtsync.Mutex), app: app, pre: pre}
 }
@@ -48,16 +52,16 @@ func (c *clientCreator) NewABCIQueryClient() (abcicli.Client, error)     { retur
 func (c *clientCreator) NewABCISnapshotClient() (abcicli.Client, error)  { return c.local(), nil }
 
 func (c *clientCreator) NewABCIMempoolClient() (abcicli.Client, error) {
+	own := abcicli.NewLocalClient(new(cmtsync.Mutex), c.app)
 	if c.pre == nil {
-		return c.local(), nil
+		return own, nil
 	}
-	return &mempoolClient{Client: c.local(), pre: c.pre}, nil
+	return &mempoolClient{Client: own, pre: c.pre}, nil
 }
 
 // mempoolClient is the local client with pre run before CheckTx takes
-// the mutex. Rechecks (abci.CHECK_TX_TYPE_RECHECK) skip it: CometBFT runs
-// them under its own exclusive lock after a block, one after another, and
-// their signatures were verified when they entered.
+// its mutex. Rechecks (abci.CHECK_TX_TYPE_RECHECK) skip it: their
+// signatures were verified when they entered.
 type mempoolClient struct {
 	abcicli.Client
 	pre func([]byte)

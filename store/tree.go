@@ -30,6 +30,10 @@ type Tree struct {
 	// pinned counts the exports reading each version (export.go): PruneTo
 	// keeps them.
 	pinned map[int64]int
+	// reader is a second IAVL instance over the same database, never
+	// written, for ReadSnapshot: its nodes are its own, so nothing the
+	// working tree does reaches them.
+	reader *iavl.MutableTree
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -68,7 +72,22 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}}, nil
+	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}, reader: newReader(db)}, nil
+}
+
+// readerNodeCache is the reader's IAVL node cache: what CheckTx reads
+// (senders' accounts, the params) and the upper levels of the tree.
+const readerNodeCache = 50_000
+
+func newReader(db iavldb.DB) *iavl.MutableTree {
+	return iavl.NewMutableTree(db, readerNodeCache, true, iavl.NewNopLogger())
+}
+
+// resetReader forgets the reader's nodes, after the database was rewritten
+// under versions it may have read (Import, Wipe). t.mu is held.
+func (t *Tree) resetReader() {
+	_ = t.reader.Close()
+	t.reader = newReader(t.db)
 }
 
 // newMemTreeValues is NewMemTree with other value-cache bounds (tests):
@@ -212,6 +231,28 @@ func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
 	return &Snapshot{t: it}, nil
 }
 
+// ReadSnapshot is Snapshot(v) for v > 0, read through the tree's reader:
+// a second IAVL instance over the same database with nodes of its own.
+// Unlike Snapshot's, it may be read while the working tree is written
+// (a Set clones nodes that Snapshot's versions share, and a read beside
+// it races), which is what lets the mempool's CheckTx run beside a block
+// (chain.App). One goroutine at a time may read a ReadSnapshot version.
+func (t *Tree) ReadSnapshot(v int64) (*Snapshot, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	if v <= 0 {
+		return nil, fmt.Errorf("%w: %d", ErrVersionNotFound, v)
+	}
+	it, err := t.reader.GetImmutable(v)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load version %d: %w", v, err)
+	}
+	return &Snapshot{t: it}, nil
+}
+
 // Version is the snapshot's version.
 func (s *Snapshot) Version() int64 { return s.t.Version() }
 
@@ -269,7 +310,7 @@ func (t *Tree) Close() error {
 		return nil
 	}
 	t.closed = true
-	return errors.Join(t.tree.Close(), t.db.Close())
+	return errors.Join(t.reader.Close(), t.tree.Close(), t.db.Close())
 }
 
 // ErrClosed is returned for a snapshot of a closed tree.
