@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/libs/log"
@@ -77,6 +78,10 @@ type App struct {
 	pool        MempoolLimits
 	ordinary    poolCount
 	maxBlockGas uint64
+	// proposalBudget (zero: none) bounds PrepareProposal's time, read
+	// with now (WithProposalBudget).
+	proposalBudget time.Duration
+	now            func() time.Time
 
 	// extender makes this validator's vote extensions (voteext.go).
 	extender Extender
@@ -303,7 +308,8 @@ func (a *App) busy(params genesis.Params, c txClass, need uint64) *abci.CheckTxR
 // PrepareProposal orders the reaped transactions (deadline transactions
 // first, then by fee per gas, each sender's in nonce order: proposalOrder)
 // and takes them while they fit the byte limit and, with WithMaxBlockGas,
-// the gas limit, dropping those that would be refused outright.
+// the gas limit, dropping those that would be refused outright; with
+// WithProposalBudget, only while its time lasts.
 //
 // Proposals are made and checked between one Commit and the next
 // FinalizeBlock, so the working tree is the last committed state.
@@ -324,10 +330,17 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 		txs = append(txs, inj)
 		size += int64(len(inj))
 	}
-	for _, i := range order {
+	var start time.Time
+	if a.proposalBudget > 0 {
+		start = a.now()
+	}
+	for n, i := range order {
 		tx, c := req.Txs[i], classes[i]
 		if c.gas > 0 && skipped[c.from] {
 			continue
+		}
+		if a.proposalBudget > 0 && n%16 == 0 && a.now().Sub(start) > a.proposalBudget {
+			break // the rest waits for the next block
 		}
 		if size+int64(len(tx)) > req.MaxTxBytes || (a.maxBlockGas > 0 && gas+c.gas > a.maxBlockGas) {
 			if c.gas > 0 {

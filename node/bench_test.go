@@ -84,7 +84,7 @@ func BenchmarkTransfers(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		app := chain.NewApp(tree)
+		app := chain.NewApp(tree, node.ProposalBudget(conf))
 		n := startBenchNode(b, conf, node.NewClientCreator(app, app.PreverifyTx), tree.Close)
 		runTransfers(b, n, perSender, len(txs))
 	})

@@ -227,7 +227,15 @@ func blockSpaceOptions(conf *cmtcfg.Config) ([]chain.Option, error) {
 	return []chain.Option{
 		chain.WithMempool(chain.MempoolLimits{Txs: conf.Mempool.Size, Bytes: reap}),
 		chain.WithMaxBlockGas(gas),
+		ProposalBudget(conf),
 	}, nil
+}
+
+// ProposalBudget is the app's PrepareProposal time budget for conf: half
+// of timeout_propose, so that the proposal leaves in time with the rest
+// of the round's work (chain.WithProposalBudget).
+func ProposalBudget(conf *cmtcfg.Config) chain.Option {
+	return chain.WithProposalBudget(conf.Consensus.TimeoutPropose/2, time.Now)
 }
 
 // WriteGenesis validates doc and writes it as gen's app_state to path.
