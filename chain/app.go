@@ -58,9 +58,10 @@ type App struct {
 	tree   *store.Tree
 	logger log.Logger
 
-	// checkMu guards check, checkHeight and ordinary: CheckTx holds it
-	// throughout; Commit, InitChain and a restored snapshot take it to
-	// reset them.
+	// checkMu guards check, checkHeight and ordinary, and orders CheckTx
+	// against writes to the tree: CheckTx holds it throughout; Commit,
+	// InitChain, a restored snapshot and FinalizeBlock's writing of the
+	// block take it.
 	checkMu sync.Mutex
 	// check is the mempool's view: the last committed state plus the
 	// transactions CheckTx accepted since.
@@ -432,7 +433,13 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		}
 	}
 	updates := endBlock(block, params, env, &events)
+	// The block's writes into the IAVL tree. CheckTx reads the saved
+	// version beside everything else of a block, not beside these (see
+	// store.Tree.ReadSnapshot).
+	a.checkMu.Lock()
 	block.Write()
+	root := a.tree.WorkingHash()
+	a.checkMu.Unlock()
 	if a.invariants {
 		if err := CheckInvariants(a.tree); err != nil {
 			return nil, fmt.Errorf("block %d: %w", req.Height, err)
@@ -443,7 +450,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		TxResults:        results,
 		Events:           events,
 		ValidatorUpdates: validatorUpdates(updates),
-		AppHash:          AppHash(req.Height, a.tree.WorkingHash()),
+		AppHash:          AppHash(req.Height, root),
 	}, nil
 }
 

@@ -2,11 +2,13 @@ package chain
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
@@ -18,9 +20,9 @@ import (
 // an on-disk tree while another goroutine checks transactions without
 // pause, and PreverifyTx runs beside both. The chain reaches the same app
 // hashes as with nothing beside it, and every CheckTx answers from the
-// mempool's view: carol never sends in a block, so her transfer of nonce
-// 0 is accepted once after each Commit (which resets the view) and
-// refused as a used nonce until the next.
+// mempool's view: carol never sends in a block, so her transfers are
+// accepted in nonce order until a Commit resets the view, and then her
+// next nonce is "ahead" and she starts again from 0.
 func TestCheckTxBesideBlocks(t *testing.T) {
 	const blocks = 30
 	run := func(beside bool) []string {
@@ -30,22 +32,28 @@ func TestCheckTxBesideBlocks(t *testing.T) {
 		}
 		defer tree.Close()
 		h := newHarness(t, tree, testGenesis())
-		carol := signTx(t, testKey("carol"), 0, send("alice", types.OGPU(1)))
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		var accepted, checked atomic.Int64
 		errc := make(chan string, 4)
 		if beside {
 			wg.Go(func() {
-				for !stop.Load() {
-					res, err := h.app.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: carol, Type: abci.CHECK_TX_TYPE_CHECK})
+				// carol sends to a new account each time, so that every
+				// check descends the tree for a key never read before.
+				nonce := uint64(0)
+				for i := 0; !stop.Load(); i++ {
+					tx := signTx(t, testKey("carol"), nonce, send(fmt.Sprint("new ", i), uint256.NewInt(1)))
+					res, err := h.app.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: tx, Type: abci.CHECK_TX_TYPE_CHECK})
 					switch {
 					case err != nil:
 						errc <- err.Error()
 						return
 					case res.Code == 0:
 						accepted.Add(1)
-					case res.Code != types.CodeOf(types.ErrNonceUsed):
+						nonce++
+					case res.Code == types.CodeOf(types.ErrNonceAhead) && nonce > 0:
+						nonce = 0 // a Commit reset the mempool's view
+					default:
 						errc <- "carol's transfer refused: " + res.Log
 						return
 					}
@@ -60,8 +68,8 @@ func TestCheckTxBesideBlocks(t *testing.T) {
 		}
 		for range blocks {
 			var txs [][]byte
-			for range 5 {
-				txs = append(txs, h.tx("alice", send("bob", types.OGPU(1))))
+			for i := range 20 {
+				txs = append(txs, h.tx("alice", send(fmt.Sprint("paid ", h.height, i), uint256.NewInt(1))))
 			}
 			for i, r := range h.block(txs...) {
 				if r.Code != 0 {
@@ -75,7 +83,7 @@ func TestCheckTxBesideBlocks(t *testing.T) {
 		for e := range errc {
 			t.Fatal(e)
 		}
-		if beside && (accepted.Load() < 2 || accepted.Load() == checked.Load()) {
+		if beside && (accepted.Load() < 2 || accepted.Load() == checked.Load()) { // resets seen
 			t.Fatalf("%d checks beside the blocks, %d accepted: CheckTx did not see both the resets and its own view", checked.Load(), accepted.Load())
 		}
 		return h.hashes

@@ -132,7 +132,7 @@ func (i *Importer) Commit() error {
 	i.t.mu.Lock()
 	defer i.t.mu.Unlock()
 	defer i.t.vals.drop() // the restored state replaces whatever was read
-	defer i.t.resetReader()
+	defer i.t.latest.drop()
 	if err := i.im.Commit(); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (t *Tree) Wipe() error {
 	_ = t.tree.Close() // the old tree's node cache (the database stays open)
 	t.tree = tree
 	t.vals.drop()
-	t.resetReader()
+	t.latest.drop()
 	return nil
 }
 

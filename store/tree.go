@@ -30,10 +30,8 @@ type Tree struct {
 	// pinned counts the exports reading each version (export.go): PruneTo
 	// keeps them.
 	pinned map[int64]int
-	// reader is a second IAVL instance over the same database, never
-	// written, for ReadSnapshot: its nodes are its own, so nothing the
-	// working tree does reaches them.
-	reader *iavl.MutableTree
+	// latest caches values at the last saved version for ReadSnapshot.
+	latest *latestValues
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -72,22 +70,7 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}, reader: newReader(db)}, nil
-}
-
-// readerNodeCache is the reader's IAVL node cache: what CheckTx reads
-// (senders' accounts, the params) and the upper levels of the tree.
-const readerNodeCache = 50_000
-
-func newReader(db iavldb.DB) *iavl.MutableTree {
-	return iavl.NewMutableTree(db, readerNodeCache, true, iavl.NewNopLogger())
-}
-
-// resetReader forgets the reader's nodes, after the database was rewritten
-// under versions it may have read (Import, Wipe). t.mu is held.
-func (t *Tree) resetReader() {
-	_ = t.reader.Close()
-	t.reader = newReader(t.db)
+	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}, latest: newLatestValues()}, nil
 }
 
 // newMemTreeValues is NewMemTree with other value-cache bounds (tests):
@@ -139,6 +122,7 @@ func (t *Tree) SaveVersion() ([]byte, int64, error) {
 	defer t.mu.Unlock()
 	hash, v, err := t.tree.SaveVersion()
 	t.vals.saved(err == nil)
+	t.latest.saved(v, err == nil)
 	return hash, v, err
 }
 
@@ -148,6 +132,7 @@ func (t *Tree) Rollback() {
 	defer t.mu.Unlock()
 	t.tree.Rollback()
 	t.vals.rollback()
+	t.latest.rollback()
 }
 
 // Get reads the working tree. The value returned must not be modified.
@@ -171,7 +156,9 @@ func (t *Tree) Set(key, value []byte) {
 	if _, err := t.tree.Set(key, value); err != nil {
 		panic(fmt.Errorf("store: set: %w", err))
 	}
-	t.vals.put(key, bytes.Clone(value), true)
+	value = bytes.Clone(value)
+	t.vals.put(key, value, true)
+	t.latest.write(key, value)
 }
 
 // Delete removes key from the working tree.
@@ -180,6 +167,7 @@ func (t *Tree) Delete(key []byte) {
 		panic(fmt.Errorf("store: delete: %w", err))
 	}
 	t.vals.put(key, nil, true)
+	t.latest.write(key, nil)
 }
 
 // Iterate walks the working tree.
@@ -202,6 +190,9 @@ func (t *Tree) Iterate(start, end []byte, fn func(key, value []byte) bool) {
 // Snapshot is a read-only saved version: what queries and the mempool read.
 type Snapshot struct {
 	t *iavl.ImmutableTree
+	// latest (ReadSnapshot's) answers point reads of the last saved
+	// version from memory.
+	latest *latestValues
 }
 
 // ErrVersionNotFound is returned for a version the tree does not hold.
@@ -231,26 +222,23 @@ func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
 	return &Snapshot{t: it}, nil
 }
 
-// ReadSnapshot is Snapshot(v) for v > 0, read through the tree's reader:
-// a second IAVL instance over the same database with nodes of its own.
-// Unlike Snapshot's, it may be read while the working tree is written
-// (a Set clones nodes that Snapshot's versions share, and a read beside
-// it races), which is what lets the mempool's CheckTx run beside a block
-// (chain.App). One goroutine at a time may read a ReadSnapshot version.
+// ReadSnapshot is Snapshot(v) whose point reads of the last saved version
+// are answered from memory where the tree knows the value (latestValues:
+// keys written or read through ReadSnapshot since), for the mempool's
+// CheckTx, which reads the same accounts again and again.
+//
+// Like Snapshot's, its reads must not run beside a write to the working
+// tree (Set, Delete, Rollback, WorkingHash, SaveVersion): IAVL's Set
+// clones nodes that saved versions share, and the clone writes to them.
+// Reads beside the working tree's reads are safe. chain.App orders its
+// CheckTx against the writes of a block with a mutex of its own.
 func (t *Tree) ReadSnapshot(v int64) (*Snapshot, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return nil, ErrClosed
-	}
-	if v <= 0 {
-		return nil, fmt.Errorf("%w: %d", ErrVersionNotFound, v)
-	}
-	it, err := t.reader.GetImmutable(v)
+	s, err := t.Snapshot(v)
 	if err != nil {
-		return nil, fmt.Errorf("cannot load version %d: %w", v, err)
+		return nil, err
 	}
-	return &Snapshot{t: it}, nil
+	s.latest = t.latest
+	return s, nil
 }
 
 // Version is the snapshot's version.
@@ -260,9 +248,17 @@ func (s *Snapshot) Version() int64 { return s.t.Version() }
 func (s *Snapshot) Hash() []byte { return s.t.Hash() }
 
 func (s *Snapshot) Get(key []byte) []byte {
+	if s.latest != nil {
+		if v, ok := s.latest.get(s.t.Version(), key); ok {
+			return v
+		}
+	}
 	v, err := s.t.Get(key)
 	if err != nil {
 		panic(fmt.Errorf("store: get: %w", err))
+	}
+	if s.latest != nil {
+		s.latest.read(s.t.Version(), key, v)
 	}
 	return v
 }
@@ -310,7 +306,7 @@ func (t *Tree) Close() error {
 		return nil
 	}
 	t.closed = true
-	return errors.Join(t.reader.Close(), t.tree.Close(), t.db.Close())
+	return errors.Join(t.tree.Close(), t.db.Close())
 }
 
 // ErrClosed is returned for a snapshot of a closed tree.
