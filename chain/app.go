@@ -89,6 +89,8 @@ type App struct {
 
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
+	// execs are the recorded runs of transactions (execrecord.go).
+	execs *execRecords
 	// paramsCache is the last params record runTx decoded (App.params).
 	paramsCache atomic.Pointer[decodedParams]
 
@@ -117,7 +119,7 @@ func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
 
 // NewApp returns the application over tree, which holds the committed state.
 func NewApp(tree *store.Tree, opts ...Option) *App {
-	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache()}
+	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache(), execs: newExecRecords()}
 	for _, o := range opts {
 		o(a)
 	}
@@ -278,7 +280,7 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 			}
 		}
 	}
-	res := a.runTx(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
+	res := a.runTxRecorded(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
 	if classified && res.stage == stageOK && !class.deadline {
 		a.ordinary.txs++
 		a.ordinary.bytes += int64(len(req.Tx))
@@ -352,7 +354,7 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 			}
 			continue
 		}
-		if res := a.runTx(sim, env, tx, false); res.stage == stageRejected {
+		if res := a.runTxRecorded(sim, env, tx, false); res.stage == stageRejected {
 			continue
 		}
 		txs = append(txs, tx)
@@ -422,7 +424,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 			results[i] = a.applyInjected(block, params, env, tx, req.DecidedLastCommit)
 			continue
 		}
-		res := a.runTx(block, env, tx, false)
+		res := a.runTxRecorded(block, env, tx, false)
 		results[i] = &abci.ExecTxResult{
 			Code:      res.code,
 			Log:       res.log,
