@@ -43,6 +43,23 @@ func (l *latestValues) get(v int64, key []byte) ([]byte, bool) {
 	return val, ok
 }
 
+// unwritten returns the value at key in version v if known and the
+// working tree has not written key since v was saved: then the working
+// tree holds it too.
+func (l *latestValues) unwritten(v int64, key []byte) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v != l.version {
+		return nil, false
+	}
+	k := string(key)
+	if _, w := l.pending[k]; w {
+		return nil, false
+	}
+	val, ok := l.vals[k]
+	return val, ok
+}
+
 // read records that version v holds val at key.
 func (l *latestValues) read(v int64, key, val []byte) {
 	l.mu.Lock()

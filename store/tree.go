@@ -140,6 +140,12 @@ func (t *Tree) Get(key []byte) []byte {
 	if v, ok := t.vals.get(key); ok {
 		return v
 	}
+	// A key not written since the last save holds the saved value, which
+	// the mempool's reads may know (latestValues).
+	if v, ok := t.latest.unwritten(t.tree.Version(), key); ok {
+		t.vals.put(key, v, false)
+		return v
+	}
 	v, err := t.tree.Get(key)
 	if err != nil {
 		panic(fmt.Errorf("store: get: %w", err))

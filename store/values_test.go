@@ -25,6 +25,18 @@ func TestTreeValueCacheMatchesUncached(t *testing.T) {
 			key := func() []byte { return []byte{byte(rng.Intn(3)), byte(rng.Intn(12))} }
 			for step := range 3000 {
 				switch op := rng.Intn(20); {
+				case op < 3:
+					// A read of the saved version through ReadSnapshot
+					// (the mempool's), which Get may answer from later.
+					for _, n := range names {
+						if v := trees[n].Version(); v > 0 {
+							r, err := trees[n].ReadSnapshot(v)
+							if err != nil {
+								t.Fatal(err)
+							}
+							r.Get(key())
+						}
+					}
 				case op < 8:
 					k := key()
 					want := ref.Get(k)
