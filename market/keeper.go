@@ -840,8 +840,9 @@ type stageAward struct {
 }
 
 // close runs at the end of the reveal window: per stage, award the r best
-// eligible bids at the uniform clearing price, refund revealed deposits,
-// burn unrevealed ones; expire the job if no stage was awarded (a
+// eligible bids at the uniform clearing price (an auction from its
+// leaders lists, closeAuction; a pool from its order book, closePool),
+// refund revealed deposits, burn unrevealed ones; expire the job if no stage was awarded (a
 // pipeline: if any stage was not; a split job: if any stage has fewer
 // than r winners, one slot per account, see splitSelect). A pool task
 // already awarded at its r-th claim (fillTask) keeps its winners; its
