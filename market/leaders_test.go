@@ -12,6 +12,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // Tests of the ranking at the reveal (leaders.go, AppVersion 7): each
@@ -362,4 +363,55 @@ func TestRevealOrderDoesNotMatter(t *testing.T) {
 func blockHashAt(h uint64) []byte {
 	n := testNet{height: h}
 	return n.blockHash()
+}
+
+// TestReputationReadAtReveal: the ranking among equal prices uses each
+// provider's reputation at its reveal (the key is fixed then, so the
+// reveal order cannot change it). A provider whose score falls after its
+// reveal keeps its place among equal prices; a fall below the job's
+// minimum reputation still makes it ineligible at the close (L1), and it
+// forfeits.
+func TestReputationReadAtReveal(t *testing.T) {
+	for _, minRep := range []uint64{0, 400} {
+		t.Run(fmt.Sprint("min-rep=", minRep), func(t *testing.T) {
+			n, provs := leadersNet(t, 3)
+			good := provs[0]
+			n.must("good record", func(k *Keeper) error {
+				k.ver.UpdateReputation(good, func(r *verifier.Reputation) { r.Done, r.Agreed = 20, 20 })
+				return nil
+			})
+			m := auctionJob(2, types.OGPU(10))
+			m.Req.MinReputation = minRep
+			id := n.post(client, m)
+			for _, p := range provs {
+				n.bid(p, id, 0, types.OGPU(2))
+			}
+			n.advanceTo(firstRevealHeight)
+			for _, p := range provs {
+				n.revealBid(p, id, 0, types.OGPU(2))
+			}
+			n.must("good loses disputes after its reveal", func(k *Keeper) error {
+				k.ver.UpdateReputation(good, func(r *verifier.Reputation) { r.Lost += 20 })
+				return nil
+			})
+			if s := n.ver().GetReputation(good).Score(); s >= 400 || s >= n.ver().GetReputation(provs[1]).Score() {
+				t.Fatalf("good's score %d after the losses: the test needs it below the others' and below 400", s)
+			}
+			n.endBlock() // the close
+			tk := n.task(id, 0)
+			if minRep == 0 {
+				if tk.Slots[0].Provider != good {
+					t.Fatalf("slots %v: want good first, ranked on its score at the reveal", tk.Slots)
+				}
+				return
+			}
+			if tk.SlotOf(good) >= 0 || slices.Contains(tk.Backups, good) {
+				t.Fatalf("slots %v backups %v: good is below the job's minimum reputation at the close", tk.Slots, tk.Backups)
+			}
+			f := eventsOf[EventBidForfeited](t, n.events)
+			if len(f) != 1 || f[0].Provider != good || !strings.Contains(f[0].Reason, "reputation") {
+				t.Fatalf("forfeits %+v, want good's, for its reputation", f)
+			}
+		})
+	}
 }
