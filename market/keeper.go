@@ -732,10 +732,8 @@ func (k *Keeper) unfill(j *Job) {
 type ranked struct {
 	provider types.Address
 	price    *uint256.Int
-	score    uint64
-	tie      types.Hash
 	seq      uint64
-	deposit  *uint256.Int // fillTask only
+	deposit  *uint256.Int // fillTask and the auction close (rankLeaders)
 }
 
 // rank orders the eligible claims of a pool job's stage by arrival (first

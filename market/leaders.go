@@ -140,7 +140,7 @@ func (k *Keeper) rankLeaders(j *Job, stage uint16, l *Leaders) (winners, backups
 			dropped = append(dropped, droppedBid{e, "ineligible at the close: " + err.Error()})
 			continue
 		}
-		c := ranked{provider: e.Provider, price: e.Price, score: e.Score, tie: e.Tie, seq: e.Seq, deposit: e.Deposit}
+		c := ranked{provider: e.Provider, price: e.Price, seq: e.Seq, deposit: e.Deposit}
 		if len(winners) < n {
 			winners = append(winners, c)
 		} else {
