@@ -36,7 +36,14 @@ import (
 // 6 (issue 17): an auction closes at the end of the block in which its
 // last sealed bid is revealed, and one without a sealed bid at the end of
 // its bid window; jobs count their revealed bids (market.Job.Opened).
-const AppVersion uint64 = 6
+//
+// 7 (issue 17): an auction ranks its bids as they are revealed. Each
+// stage keeps its 3r + 1 best revealed bids (market.Leaders); a reveal
+// checks its provider's eligibility and returns the deposit of the bid it
+// pushes out; the close checks and awards the leaders only, and auctions
+// no longer write order-book keys. The last tie-break is seeded by the
+// block of the job's first reveal, and reputation is read at the reveal.
+const AppVersion uint64 = 7
 
 // Version is the software version.
 const Version = "0.1.0"

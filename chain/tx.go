@@ -111,6 +111,15 @@ func decodeMsg(m types.RawMsg) (handler, genesis.MsgWork, error) {
 // and again at the close. It is charged at the bound (genesis.WorkGas).
 var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
 
+// revealWork is a sealed bid's reveal: the auction ranks at the reveal
+// (market's leaders list), so the reveal checks its provider's
+// eligibility, charged like a bid's matching at the bound, and inserts
+// the bid into its stage's leaders list (at most 3r + 1 entries, r <=
+// max_redundancy; a split job's r more per other stage, at most
+// max_bids_per_stage), pushing out and refunding at most one bid: one
+// slot's gas (slot_gas) for that, as the close paid per slot before.
+var revealWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches, Slots: 1}
+
 // claimWork is a pool claim's: a bid's matching, and the award of its task
 // if it is the r-th eligible claim (market.fillTask: the eligibility checks
 // of the r-1 earlier claims and the task's r slots). Every claim pays the
@@ -264,6 +273,7 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		})
 	case types.MsgTypeRevealBid:
 		return decode(m.Data, market.DecodeMsgRevealBid, func(msg *market.MsgRevealBid) handler {
+			*work = revealWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealBid(from, msg) })
 		})
 	case types.MsgTypeClaimTask:
