@@ -118,7 +118,8 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 2000x -count 3 ./node
-	$(GO) test -run '^$$' -bench BenchmarkAuctionClose -benchtime 5x -count 3 ./chain
+	$(GO) test -run '^$$' -bench BenchmarkTransferPhases -benchtime 10x -count 3 ./chain
+	$(GO) test -run '^$$' -bench 'BenchmarkAuction(Close|Reveal)' -benchtime 5x -count 3 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkEndBlockClose -benchtime 1x -count 1 -timeout 30m ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -count 3 ./store
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 10x -count 3 ./runtime/llm
@@ -135,7 +136,7 @@ bench:
 # silently. The figures come from make bench, never from this.
 bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
-	$(GO) test -run '^$$' -bench 'BenchmarkAuctionClose$$|BenchmarkAuctionCloseJobs/jobs=100$$' -benchtime 1x -count 1 ./chain
+	$(GO) test -run '^$$' -bench 'BenchmarkTransferPhases$$|BenchmarkAuctionClose$$|BenchmarkAuctionReveal$$|BenchmarkAuctionCloseJobs/jobs=100$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 1x -count 1 ./runtime/llm
