@@ -97,7 +97,7 @@ type App struct {
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
 	// execs are the recorded runs of transactions (execrecord.go).
-	execs *execRecords
+	execs *ringMap[*execRecord]
 	// paramsCache is the last params record runTx decoded (App.params).
 	paramsCache atomic.Pointer[decodedParams]
 
@@ -126,7 +126,7 @@ func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
 
 // NewApp returns the application over tree, which holds the committed state.
 func NewApp(tree *store.Tree, opts ...Option) *App {
-	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache(), execs: newExecRecords()}
+	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache(), execs: newRingMap[*execRecord](execRecordSize)}
 	for _, o := range opts {
 		o(a)
 	}

@@ -2,7 +2,6 @@ package chain
 
 import (
 	"crypto/sha256"
-	"sync"
 
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
@@ -34,13 +33,6 @@ import (
 // TestExecRecordsMatchRunning (random blocks, with and without records:
 // the same app hashes and results) and the tests where a read value
 // changed.
-type execRecords struct {
-	mu   sync.Mutex
-	recs map[[32]byte]*execRecord
-	ring [][32]byte
-	next int
-}
-
 type execRecord struct {
 	reads, writes []store.Access
 	res           txResult
@@ -49,33 +41,6 @@ type execRecord struct {
 // execRecordSize bounds the records: a full block and the mempool behind
 // it, at a few hundred bytes each.
 const execRecordSize = 1 << 14
-
-func newExecRecords() *execRecords {
-	return &execRecords{recs: make(map[[32]byte]*execRecord, execRecordSize)}
-}
-
-func (e *execRecords) get(k [32]byte) *execRecord {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.recs[k]
-}
-
-func (e *execRecords) put(k [32]byte, r *execRecord) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.recs[k]; ok {
-		e.recs[k] = r
-		return
-	}
-	if len(e.ring) < execRecordSize {
-		e.ring = append(e.ring, k)
-	} else {
-		delete(e.recs, e.ring[e.next])
-		e.ring[e.next] = k
-		e.next = (e.next + 1) % execRecordSize
-	}
-	e.recs[k] = r
-}
 
 // reusable reports whether a run of tx depends on nothing but its bytes
 // and the values it reads: every message is one whose handler does not
@@ -97,7 +62,7 @@ func (a *App) runTxRecorded(kv store.KV, env blockEnv, bz []byte, atomic bool) t
 		return a.runTx(kv, env, bz, atomic)
 	}
 	k := sha256.Sum256(bz)
-	if r := a.execs.get(k); r != nil && store.ReadsMatch(kv, r.reads) {
+	if r, ok := a.execs.get(k); ok && store.ReadsMatch(kv, r.reads) {
 		store.Apply(kv, r.writes)
 		return r.res
 	}
@@ -108,7 +73,7 @@ func (a *App) runTxRecorded(kv store.KV, env blockEnv, bz []byte, atomic bool) t
 	rec := store.NewRecorder(kv)
 	res := a.runTx(rec, env, bz, atomic)
 	if res.stage == stageOK && !rec.Iterated() {
-		a.execs.put(k, &execRecord{reads: rec.Reads(), writes: rec.Writes(), res: res})
+		a.execs.put(k, &execRecord{reads: rec.Reads(), writes: rec.Writes(), res: res}, true)
 	}
 	return res
 }

@@ -32,17 +32,14 @@ import (
 // cache; the transactions still execute one after another, in order, and
 // read nothing but "these exact bytes verified".
 type sigCache struct {
-	mu   sync.Mutex
-	seen map[[32]byte]*types.Tx
-	ring [][32]byte
-	next int
+	seen *ringMap[*types.Tx]
 }
 
 // sigCacheSize bounds the cache: several blocks and a full mempool.
 const sigCacheSize = 1 << 16
 
 func newSigCache() *sigCache {
-	return &sigCache{seen: make(map[[32]byte]*types.Tx, sigCacheSize), ring: make([][32]byte, 0, sigCacheSize)}
+	return &sigCache{seen: newRingMap[*types.Tx](sigCacheSize)}
 }
 
 // keepDecoded bounds the transactions kept decoded (a transfer is about
@@ -57,9 +54,7 @@ var verifiedOnly = new(types.Tx)
 // decoded when kept (nil otherwise). The transaction is shared: callers
 // only read it.
 func (c *sigCache) get(k [32]byte) (tx *types.Tx, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tx, ok = c.seen[k]
+	tx, ok = c.seen.get(k)
 	if tx == verifiedOnly {
 		tx = nil
 	}
@@ -73,19 +68,7 @@ func (c *sigCache) add(k [32]byte, size int, tx *types.Tx) {
 	if size > keepDecoded {
 		tx = verifiedOnly
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.seen[k]; ok {
-		return
-	}
-	if len(c.ring) < sigCacheSize {
-		c.ring = append(c.ring, k)
-	} else {
-		delete(c.seen, c.ring[c.next])
-		c.ring[c.next] = k
-		c.next = (c.next + 1) % sigCacheSize
-	}
-	c.seen[k] = tx
+	c.seen.put(k, tx, false)
 }
 
 // verify is tx.VerifySignature for the transaction encoded as bz,

@@ -62,8 +62,8 @@ func TestSigCacheAnswersOnlyForTheVerifiedBytes(t *testing.T) {
 	if err := c.verify(rbz, &replayed); !errors.Is(err, types.ErrBadSignature) {
 		t.Fatalf("a cached signature on another body: %v", err)
 	}
-	if c.has(sha256.Sum256(fbz)) || c.has(sha256.Sum256(rbz)) || len(c.seen) != 1 {
-		t.Fatalf("refused transactions were remembered: %d entries", len(c.seen))
+	if c.has(sha256.Sum256(fbz)) || c.has(sha256.Sum256(rbz)) || c.seen.len() != 1 {
+		t.Fatalf("refused transactions were remembered: %d entries", c.seen.len())
 	}
 }
 
@@ -86,12 +86,12 @@ func TestSigCachePrewarm(t *testing.T) {
 			t.Fatalf("tx %d was not prewarmed", i)
 		}
 	}
-	if c.has(sha256.Sum256(badBz)) || len(c.seen) != 20 {
-		t.Fatalf("%d entries; a bad signature was kept", len(c.seen))
+	if c.has(sha256.Sum256(badBz)) || c.seen.len() != 20 {
+		t.Fatalf("%d entries; a bad signature was kept", c.seen.len())
 	}
 	c.prewarm(block) // all known: nothing to do
-	if len(c.seen) != 20 {
-		t.Fatalf("%d entries after a second prewarm", len(c.seen))
+	if c.seen.len() != 20 {
+		t.Fatalf("%d entries after a second prewarm", c.seen.len())
 	}
 }
 
@@ -104,8 +104,8 @@ func TestSigCacheIsBounded(t *testing.T) {
 	for i := range uint64(sigCacheSize + 10) {
 		c.add(key(i), 100, &types.Tx{})
 	}
-	if len(c.seen) != sigCacheSize || len(c.ring) != sigCacheSize {
-		t.Fatalf("%d entries, %d in the ring; want %d", len(c.seen), len(c.ring), sigCacheSize)
+	if c.seen.len() != sigCacheSize || len(c.seen.ring) != sigCacheSize {
+		t.Fatalf("%d entries, %d in the ring; want %d", c.seen.len(), len(c.seen.ring), sigCacheSize)
 	}
 	if c.has(key(0)) || c.has(key(9)) || !c.has(key(10)) || !c.has(key(sigCacheSize+9)) {
 		t.Fatal("the oldest entries were not the ones forgotten")
