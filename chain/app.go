@@ -33,7 +33,10 @@ import (
 // 6 (issue 17): an auction closes at the end of the block in which its
 // last sealed bid is revealed, and one without a sealed bid at the end of
 // its bid window; jobs count their revealed bids (market.Job.Opened).
-const AppVersion uint64 = 6
+//
+// 7 (issue 17): a final job is pruned params.market.retain_blocks after its
+// end (market prune.go; the prune queue under 0x2a).
+const AppVersion uint64 = 7
 
 // Version is the software version.
 const Version = "0.1.0"
@@ -443,6 +446,9 @@ func CheckInvariants(kv store.KV) error {
 		return err
 	}
 	if err := session.Invariant(kv); err != nil {
+		return err
+	}
+	if err := market.PruneInvariant(kv); err != nil {
 		return err
 	}
 	if err := finetune.Invariant(kv); err != nil {
