@@ -393,6 +393,55 @@ func TestPruneInvariantCatches(t *testing.T) {
 	}
 }
 
-// finetune is imported for PruneJob's tests in package finetune; keep the
-// reference so that the key layout the dump relies on stays in one place.
-var _ = finetune.GameKey
+
+// TestPruneFinetuneGame: a fine-tune job whose liar was located by a
+// bisection game and convicted by the validators' sealed and opened votes
+// keeps its game, votes, bracket and claims until its retain window ends;
+// then no record of it is left in any table (market, verifier, finetune),
+// and a late game vote or checkpoint opening is refused as pruned.
+func TestPruneFinetuneGame(t *testing.T) {
+	n := finetuneNet(t)
+	const retain = 100
+	n.params.Market.RetainBlocks = retain
+	const steps = 16
+	id := n.awardFinetune(steps, prov1, prov2)
+	honest, liar := honestRun(steps), deviatingRun(steps, 5, "perturbed")
+	n.ftResults(id, map[types.Address]ftRun{prov1: honest, prov2: liar}, prov1, prov2)
+	for n.game(id, 0).Status == finetune.StatusOpen {
+		g := n.game(id, 0)
+		for _, r := range []ftRun{honest, liar} {
+			m := r.open(g)
+			n.must("open checkpoints", func(k *Keeper) error { return k.OpenCheckpoints(prov3, m) })
+		}
+		n.endBlock()
+	}
+	n.gameVote(id, 0, honest[5], n.validators...)
+	if s := n.job(id).State; s != JobCompleted {
+		t.Fatalf("job %s after the verdict, want completed", s)
+	}
+	due := queuedAt(n.tree, id)
+	if len(due) != 1 || due[0] != n.height+retain {
+		t.Fatalf("queued at %v, want [%d]", due, n.height+retain)
+	}
+	before := recordsOf(n.tree, id)
+	for _, pfx := range []byte{0x29, 0x60, 0x62, 0x63, 0x64} {
+		found := false
+		for k := range before {
+			found = found || k[0] == pfx
+		}
+		if !found {
+			t.Errorf("before pruning, job %d has no record under %#x: the test does not cover that table", id, pfx)
+		}
+	}
+	n.advanceTo(due[0] + 1)
+	if got := recordsOf(n.tree, id); len(got) != 0 {
+		t.Fatalf("after pruning, job %d keeps %d records", id, len(got))
+	}
+	g := finetune.Game{Job: id}
+	n.refused("a late checkpoint opening", func(k *Keeper) error {
+		return k.OpenCheckpoints(prov1, &finetune.MsgOpenCheckpoints{Job: g.Job})
+	}, types.ErrUnknownJob, "was pruned")
+	n.refused("a late game vote", func(k *Keeper) error {
+		return k.SealGameVote(n.validators[0], &finetune.MsgSealGameVote{Job: id, Commitment: hashOf("v")})
+	}, types.ErrUnknownJob, "was pruned")
+}
