@@ -393,7 +393,6 @@ func TestPruneInvariantCatches(t *testing.T) {
 	}
 }
 
-
 // TestPruneFinetuneGame: a fine-tune job whose liar was located by a
 // bisection game and convicted by the validators' sealed and opened votes
 // keeps its game, votes, bracket and claims until its retain window ends;
