@@ -53,6 +53,9 @@ type stateGrowth struct {
 	finalizeDrain, commitDrain time.Duration // sums over the empty blocks after
 	busy, drain                int
 	pruned                     int
+	// The blocks that pruned jobs (a subset of the above).
+	finalizePrune, commitPrune time.Duration
+	pruneBlocks                int
 }
 
 const stateSample = 25
@@ -138,11 +141,13 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 				tb.Fatalf("block %d tx %d: code %d: %s", height, i, r.Code, r.Log)
 			}
 		}
+		pruned := 0
 		for _, e := range res.Events {
 			if e.Type == (market.EventJobPruned{}).EventType() {
-				g.pruned++
+				pruned++
 			}
 		}
+		g.pruned += pruned
 		if _, err := app.Commit(ctx, &abci.CommitRequest{}); err != nil {
 			tb.Fatal(err)
 		}
@@ -155,6 +160,11 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 			g.drain++
 			g.finalizeDrain += t1.Sub(t0)
 			g.commitDrain += t2.Sub(t1)
+		}
+		if pruned > 0 {
+			g.pruneBlocks++
+			g.finalizePrune += t1.Sub(t0)
+			g.commitPrune += t2.Sub(t1)
 		}
 		if height%stateSample == 0 {
 			if k, b := stateSize(tree); b > g.peakBytes {
@@ -258,8 +268,8 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 // over: keys, key+value bytes, the database directory's bytes, the peak
 // key+value bytes (sampled every 25 blocks), and FinalizeBlock and
 // Commit (IAVL SaveVersion: the app hash's tree written) milliseconds per
-// block, over the blocks that carry jobs and over the empty blocks after
-// (where the pruning runs). -short runs jobs=500 only. Run with
+// block, over the blocks that carry jobs, over the empty blocks after
+// them, and over the blocks (of either kind) that pruned jobs. -short runs jobs=500 only. Run with
 // -benchtime 1x; see docs/benchmarks.md.
 func BenchmarkStateGrowth(b *testing.B) {
 	sizes := []int{500, 10_000}
@@ -286,6 +296,9 @@ func BenchmarkStateGrowth(b *testing.B) {
 				b.ReportMetric(ms(g.commitBusy, g.busy), "commit-ms/busy-block")
 				b.ReportMetric(ms(g.finalizeDrain, g.drain), "finalize-ms/drain-block")
 				b.ReportMetric(ms(g.commitDrain, g.drain), "commit-ms/drain-block")
+				b.ReportMetric(ms(g.finalizePrune, g.pruneBlocks), "finalize-ms/prune-block")
+				b.ReportMetric(ms(g.commitPrune, g.pruneBlocks), "commit-ms/prune-block")
+				b.ReportMetric(float64(g.pruneBlocks), "prune-blocks")
 				b.ReportMetric(float64(g.pruned), "pruned")
 				b.ReportMetric(float64(g.blocks), "blocks")
 				b.ReportMetric(0, "ns/op")
