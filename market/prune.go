@@ -214,8 +214,13 @@ func PruneInvariant(r store.KV) error {
 	if bad != nil {
 		return bad
 	}
+	known := map[uint64]bool{} // job ids found in the state (lookups only, never iterated)
 	missing := func(what string, id uint64) bool {
-		if _, ok := GetJob(r, id); ok {
+		if known[id] {
+			return false
+		}
+		if r.Get(JobKey(id)) != nil {
+			known[id] = true
 			return false
 		}
 		bad = fmt.Errorf("prune invariant broken: %s of job %d, which is not in the state", what, id)
