@@ -100,8 +100,9 @@ func TestSplitReplaceQuery(t *testing.T) {
 // TestPrunedJobQuery runs the prune_session scenario and queries its two
 // pruned jobs and one never posted: /job/, /bids/, /escrow/ and
 // /whynobids/ answer "not found" saying the job was pruned, where its
-// history is, for a pruned id, and "does not exist" for the other; a
-// pruned job is listed nowhere.
+// history is, for a pruned id, and "does not exist" for the other; so do
+// /session/1 and its dispute, pruned with the job; a pruned job is listed
+// nowhere.
 func TestPrunedJobQuery(t *testing.T) {
 	s := runFinding(t, "prune_session")
 	for _, p := range []string{QueryJob, QueryBids, QueryEscrow, QueryWhyNoBids} {
@@ -116,6 +117,15 @@ func TestPrunedJobQuery(t *testing.T) {
 			if id != "3" && !strings.Contains(res.Log, "block events and the indexer") {
 				t.Errorf("%s%s: %q does not say where the history is", p, id, res.Log)
 			}
+		}
+	}
+	for _, id := range []string{"1", "1/dispute/0"} {
+		res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: QuerySession + id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Code != types.ErrNotFound.Code || !strings.Contains(res.Log, "job 1 ended and was pruned from the state, with its session") {
+			t.Errorf("%s%s: code %d %q, want not found saying the session was pruned", QuerySession, id, res.Code, res.Log)
 		}
 	}
 	for _, p := range []string{QueryJobs, QueryJobs + "/state/completed", QueryJobs + "/state/cancelled", QueryJobs + "/client/" + s.addr("alice").Hex(), QueryJobs + "/provider/" + s.addr("pa").Hex()} {

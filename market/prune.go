@@ -28,10 +28,10 @@ import (
 // a block (a job costs 1 + its stages + its sealed bids, about the
 // records it deletes); the rest carries over to the next block.
 //
-// A session job's market records are pruned the same way, but not before
-// its session can take no more dispute (expiry + grace + dispute_blocks)
-// and has none open: until then it is queued again. The session's own
-// records (package session) stay.
+// A session job is pruned the same way, with its session's records
+// (session.PruneSession), but not before its session can take no more
+// dispute (expiry + grace + dispute_blocks) and has none open: until then
+// it is queued again.
 //
 // No tombstone is kept: job ids are never reused (NextJobKey only grows)
 // and nothing but pruning deletes a job, so an id below the next id with no
@@ -181,6 +181,9 @@ func (k *Keeper) prune(j *Job) {
 		k.kv.Delete(key)
 	}
 	finetune.PruneJob(k.kv, id)
+	if j.Kind == KindSession {
+		session.PruneSession(k.kv, id) // settled, no dispute open: sessionHold
+	}
 	k.kv.Delete(byStateKey(j.State, id))
 	k.kv.Delete(byClientKey(j.Client, id))
 	k.kv.Delete(JobKey(id))

@@ -18,7 +18,8 @@ import (
 
 // jobOfKey is the job a store key belongs to, by its table's layout (ok
 // false for keys that name no job). It is written from the key layouts in
-// market/keys.go, escrow/keys.go, verifier/verifier.go and finetune, not
+// market/keys.go, escrow/keys.go, verifier/verifier.go, finetune and
+// session, not
 // from the pruning code, so that a pruning bug is not mirrored here.
 func jobOfKey(key []byte) (uint64, bool) {
 	at := func(i int) (uint64, bool) {
@@ -28,13 +29,14 @@ func jobOfKey(key []byte) (uint64, bool) {
 		return binary.BigEndian.Uint64(key[i : i+8]), true
 	}
 	switch key[0] {
-	case 0x14, 0x21, 0x23, 0x24, 0x29, 0x30, 0x31, 0x33, 0x34, 0x60, 0x62, 0x63, 0x64:
+	case 0x14, 0x21, 0x23, 0x24, 0x29, 0x30, 0x31, 0x33, 0x34, 0x60, 0x62, 0x63, 0x64,
+		0x50, 0x52, 0x54, 0x55, 0x56, 0x57: // session id = job id
 		return at(1)
 	case 0x25:
 		return at(2)
 	case 0x26, 0x27:
 		return at(1 + types.AddressLength)
-	case 0x28, 0x2a, 0x61:
+	case 0x28, 0x2a, 0x61, 0x51, 0x53:
 		return at(9)
 	}
 	return 0, false
