@@ -170,8 +170,16 @@ func (k *Keeper) prune(j *Job) {
 		}
 		k.ver.DeleteTask(id, s)
 	}
+	// Fine-tune claims and games exist for fine-tune jobs only
+	// (RevealFinetune, openGames; StageInvariant): other jobs skip their
+	// tables' iterators.
+	tables := []byte{prefixBid, prefixBook}
+	if j.Kind == KindFinetune {
+		tables = append(tables, prefixFinetuneClaim)
+		finetune.PruneJob(k.kv, id)
+	}
 	var keys [][]byte
-	for _, p := range []byte{prefixBid, prefixBook, prefixFinetuneClaim} {
+	for _, p := range tables {
 		store.IteratePrefix(k.kv, cat([]byte{p}, be64(id)), func(key, _ []byte) bool {
 			keys = append(keys, bytes.Clone(key))
 			return false
@@ -180,7 +188,6 @@ func (k *Keeper) prune(j *Job) {
 	for _, key := range keys {
 		k.kv.Delete(key)
 	}
-	finetune.PruneJob(k.kv, id)
 	if j.Kind == KindSession {
 		session.PruneSession(k.kv, id) // settled, no dispute open: sessionHold
 	}
