@@ -12,6 +12,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/libs/log"
@@ -34,21 +37,42 @@ import (
 // last sealed bid is revealed, and one without a sealed bid at the end of
 // its bid window; jobs count their revealed bids (market.Job.Opened).
 //
-// 7 (issue 17): a final job is pruned params.market.retain_blocks after its
-// end (market prune.go; the prune queue under 0x2a).
+// 7 (issue 17): an auction ranks its bids as they are revealed. Each
+// stage keeps its 3r + 1 best revealed bids (market.Leaders); a reveal
+// checks its provider's eligibility and returns the deposit of the bid it
+// pushes out; the close checks and awards the leaders only, and auctions
+// no longer write order-book keys. The last tie-break is seeded by the
+// block of the job's first reveal, and reputation is read at the reveal.
+// Also 7 (issue 17, merged under the same version): a final job is pruned
+// params.market.retain_blocks after its end (market prune.go; the prune
+// queue under 0x2b).
 const AppVersion uint64 = 7
 
 // Version is the software version.
 const Version = "0.1.0"
 
-// App is the ABCI application. CometBFT's local client serializes every call
-// to it, so it needs no locking of its own.
+// App is the ABCI application.
+//
+// Concurrency: CometBFT may call CheckTx (the mempool connection) beside
+// every other call, and must serialize the others (consensus, query and
+// snapshot connections) among themselves; node.NewClientCreator does
+// both. CheckTx touches only what checkMu guards (the mempool's view, its
+// height and counts), reads the state through the tree's reader
+// (store.Tree.ReadSnapshot: nodes of its own, so a block being written
+// beside it cannot race), and shares only the signature cache (its own
+// mutex) and the decoded params (atomic) with the rest. With
+// proxy.NewLocalClientCreator (one mutex for all calls) it works as well.
 type App struct {
 	abci.BaseApplication
 
 	tree   *store.Tree
 	logger log.Logger
 
+	// checkMu guards check, checkHeight and ordinary, and orders CheckTx
+	// against writes to the tree: CheckTx holds it throughout; Commit,
+	// InitChain, a restored snapshot and FinalizeBlock's writing of the
+	// block take it.
+	checkMu sync.Mutex
 	// check is the mempool's view: the last committed state plus the
 	// transactions CheckTx accepted since.
 	check *store.Cache
@@ -65,12 +89,20 @@ type App struct {
 	pool        MempoolLimits
 	ordinary    poolCount
 	maxBlockGas uint64
+	// proposalBudget (zero: none) bounds PrepareProposal's time, read
+	// with now (WithProposalBudget).
+	proposalBudget time.Duration
+	now            func() time.Time
 
 	// extender makes this validator's vote extensions (voteext.go).
 	extender Extender
 
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
+	// execs are the recorded runs of transactions (execrecord.go).
+	execs *execRecords
+	// paramsCache is the last params record runTx decoded (App.params).
+	paramsCache atomic.Pointer[decodedParams]
 
 	// snapshots takes and serves state sync snapshots (snapshot.go; nil:
 	// none); restore is a snapshot being restored.
@@ -97,7 +129,7 @@ func WithLogger(l log.Logger) Option { return func(a *App) { a.logger = l } }
 
 // NewApp returns the application over tree, which holds the committed state.
 func NewApp(tree *store.Tree, opts ...Option) *App {
-	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache()}
+	a := &App{tree: tree, logger: log.NewNopLogger(), sigs: newSigCache(), execs: newExecRecords()}
 	for _, o := range opts {
 		o(a)
 	}
@@ -106,8 +138,16 @@ func NewApp(tree *store.Tree, opts ...Option) *App {
 	return a
 }
 
+// resetCheckState makes the last saved version the mempool's view, read
+// through the tree's reader. a.checkMu is held (or a is not shared yet).
 func (a *App) resetCheckState() {
-	snap, err := a.tree.Snapshot(0)
+	var snap *store.Snapshot
+	var err error
+	if v := a.tree.Version(); v > 0 {
+		snap, err = a.tree.ReadSnapshot(v)
+	} else {
+		snap, err = a.tree.Snapshot(0) // nothing saved: empty
+	}
 	if err != nil {
 		panic(err) // the latest version always exists
 	}
@@ -184,9 +224,14 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 			return nil, fmt.Errorf("genesis: %w", err)
 		}
 	}
-	// Until the first Commit the mempool checks against the genesis state.
-	a.check = store.NewCache(a.tree)
+	// Until the first Commit the mempool checks against the genesis state:
+	// a copy, since CheckTx may run beside the first block's writes.
+	frozen := store.NewMemTree()
+	a.tree.Iterate(nil, nil, func(k, v []byte) bool { frozen.Set(k, v); return false })
+	a.checkMu.Lock()
+	a.check = store.NewCache(frozen)
 	a.checkHeight = uint64(height) + 1
+	a.checkMu.Unlock()
 	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash()), Validators: vals}, nil
 }
 
@@ -232,6 +277,8 @@ func matchValidators(app, cmt []abci.ValidatorUpdate) error {
 // validity, so FinalizeBlock does not repeat it. Deadline transactions and
 // rechecks (what the mempool already holds) are never refused by it.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
 	var class txClass
 	classified := false
 	if a.pool.Txs > 0 {
@@ -243,7 +290,7 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 			}
 		}
 	}
-	res := a.runTx(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
+	res := a.runTxRecorded(a.check, blockEnv{height: a.checkHeight}, req.Tx, true)
 	if classified && res.stage == stageOK && !class.deadline {
 		a.ordinary.txs++
 		a.ordinary.bytes += int64(len(req.Tx))
@@ -274,7 +321,8 @@ func (a *App) busy(params genesis.Params, c txClass, need uint64) *abci.CheckTxR
 // PrepareProposal orders the reaped transactions (deadline transactions
 // first, then by fee per gas, each sender's in nonce order: proposalOrder)
 // and takes them while they fit the byte limit and, with WithMaxBlockGas,
-// the gas limit, dropping those that would be refused outright.
+// the gas limit, dropping those that would be refused outright; with
+// WithProposalBudget, only while its time lasts.
 //
 // Proposals are made and checked between one Commit and the next
 // FinalizeBlock, so the working tree is the last committed state.
@@ -295,10 +343,17 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 		txs = append(txs, inj)
 		size += int64(len(inj))
 	}
-	for _, i := range order {
+	var start time.Time
+	if a.proposalBudget > 0 {
+		start = a.now()
+	}
+	for n, i := range order {
 		tx, c := req.Txs[i], classes[i]
 		if c.gas > 0 && skipped[c.from] {
 			continue
+		}
+		if a.proposalBudget > 0 && n%16 == 0 && a.now().Sub(start) > a.proposalBudget {
+			break // the rest waits for the next block
 		}
 		if size+int64(len(tx)) > req.MaxTxBytes || (a.maxBlockGas > 0 && gas+c.gas > a.maxBlockGas) {
 			if c.gas > 0 {
@@ -309,7 +364,7 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 			}
 			continue
 		}
-		if res := a.runTx(sim, env, tx, false); res.stage == stageRejected {
+		if res := a.runTxRecorded(sim, env, tx, false); res.stage == stageRejected {
 			continue
 		}
 		txs = append(txs, tx)
@@ -379,7 +434,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 			results[i] = a.applyInjected(block, params, env, tx, req.DecidedLastCommit)
 			continue
 		}
-		res := a.runTx(block, env, tx, false)
+		res := a.runTxRecorded(block, env, tx, false)
 		results[i] = &abci.ExecTxResult{
 			Code:      res.code,
 			Log:       res.log,
@@ -390,7 +445,13 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		}
 	}
 	updates := endBlock(block, params, env, &events)
+	// The block's writes into the IAVL tree. CheckTx reads the saved
+	// version beside everything else of a block, not beside these (see
+	// store.Tree.ReadSnapshot).
+	a.checkMu.Lock()
 	block.Write()
+	root := a.tree.WorkingHash()
+	a.checkMu.Unlock()
 	if a.invariants {
 		if err := CheckInvariants(a.tree); err != nil {
 			return nil, fmt.Errorf("block %d: %w", req.Height, err)
@@ -401,13 +462,18 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		TxResults:        results,
 		Events:           events,
 		ValidatorUpdates: validatorUpdates(updates),
-		AppHash:          AppHash(req.Height, a.tree.WorkingHash()),
+		AppHash:          AppHash(req.Height, root),
 	}, nil
 }
 
 // Commit saves the working tree as the block's version and resets the
 // mempool's view to it.
+//
+// It holds checkMu throughout (CometBFT holds its mempool lock through
+// Commit anyway): no CheckTx reads a version while it is saved or pruned.
 func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
 	_, v, err := a.tree.SaveVersion()
 	if err != nil {
 		return nil, fmt.Errorf("cannot save state: %w", err)

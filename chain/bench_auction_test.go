@@ -46,6 +46,10 @@ type auctionBench struct {
 	// an auction closes at the end of the block of its last sealed bid's
 	// reveal (market's early close).
 	last [][]byte
+	// reveals, in a state built for BenchmarkAuctionReveal (at height
+	// benchCloseHeight-2), are the reveal block's transactions: every
+	// reveal but each job's last.
+	reveals [][]byte
 	// setup is how long building the state took (not part of the figure).
 	setup time.Duration
 	// logged: the setup time was logged once.
@@ -93,6 +97,13 @@ func auctionStateOf(jobs, perJob int) (*auctionBench, error) {
 // working tree back, so every iteration closes the same auctions from the
 // same saved state.
 func buildAuctionState(jobs, perJob int) (*auctionBench, error) {
+	return buildAuctionStateTo(jobs, perJob, true)
+}
+
+// buildAuctionStateTo is buildAuctionState; without revealed, it stops
+// before the reveal block (at height benchCloseHeight-2) and keeps that
+// block's transactions in reveals.
+func buildAuctionStateTo(jobs, perJob int, revealed bool) (*auctionBench, error) {
 	providers := jobs * perJob
 	start := time.Now()
 	keys := make([]*ecdsa.PrivateKey, providers)
@@ -192,6 +203,12 @@ func buildAuctionState(jobs, perJob int) (*auctionBench, error) {
 			continue
 		}
 		txs = append(txs, tx)
+	}
+	if !revealed {
+		if err := CheckInvariants(tree); err != nil {
+			return nil, err
+		}
+		return &auctionBench{app: app, tree: tree, jobs: jobs, perJob: perJob, last: last, reveals: txs, setup: time.Since(start)}, nil
 	}
 	if err := block(txs); err != nil {
 		return nil, err
@@ -335,3 +352,57 @@ func checkAuctionClose(b *testing.B, st *auctionBench, res *abci.FinalizeBlockRe
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkAuctionReveal times FinalizeBlock of the reveal block of the
+// 100 × 100 benchmark: 9,900 reveals (each job's but its last), each a
+// signed transaction. Since AppVersion 7 a reveal ranks its bid (an
+// eligibility check, the stage's leaders list, the refund of the bid it
+// pushes out), work the close did before: this is where it went. As
+// BenchmarkAuctionClose: the state (height 3) is built once per process,
+// each iteration rolls the tree back.
+func BenchmarkAuctionReveal(b *testing.B) {
+	st, err := benchRevealState()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.logged.Do(func() {
+		b.Logf("state built in %s: %d providers, %d jobs, %d reveals timed", st.setup.Round(time.Millisecond), st.jobs*st.perJob, st.jobs, len(st.reveals))
+	})
+	ctx := context.Background()
+	req := &abci.FinalizeBlockRequest{Height: benchCloseHeight - 1, Time: time.Unix(0, 0), Hash: benchBlockHash(benchCloseHeight - 1), Txs: st.reveals}
+	b.ReportAllocs()
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var res *abci.FinalizeBlockResponse
+		pprof.Do(ctx, pprof.Labels("phase", "reveal"), func(ctx context.Context) {
+			c0 := processCPU(b)
+			b.StartTimer()
+			res, err = st.app.FinalizeBlock(ctx, req)
+			b.StopTimer()
+			cpu += processCPU(b) - c0
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			for k, r := range res.TxResults {
+				if r.Code != 0 {
+					b.Fatalf("reveal tx %d: code %d: %s", k, r.Code, r.Log)
+				}
+			}
+			if err := CheckInvariants(st.tree); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.tree.Rollback()
+	}
+	b.ReportMetric(float64(len(st.reveals))*float64(b.N)/b.Elapsed().Seconds(), "reveals/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}
+
+// benchRevealState is the 100 × 100 state before its reveal block, built
+// once per process.
+var benchRevealState = sync.OnceValues(func() (*auctionBench, error) {
+	return buildAuctionStateTo(benchJobs, benchBidsPerJob, false)
+})

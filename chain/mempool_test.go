@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"strings"
 	"testing"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/holiman/uint256"
@@ -182,6 +183,43 @@ func TestS1ProposalPutsDeadlinesFirst(t *testing.T) {
 	}
 	results := h.block(res.Txs...)
 	for i, r := range results {
+		if r.Code != 0 {
+			t.Fatalf("tx %d of the proposal failed: %s", i, r.Log)
+		}
+	}
+}
+
+// TestProposalBudget: past its time budget the proposer stops taking
+// transactions. The result commitment (a deadline transaction, first in
+// the order) is in; the spam after the budget is left for the next block,
+// and the proposal it makes runs as a block. The clock is the test's: one
+// millisecond per reading.
+func TestProposalBudget(t *testing.T) {
+	h, job := s1Chain(t, MempoolLimits{}, 0)
+	params := getParams(h.tree)
+	commit := commitTx(t, h, job)
+	reaped := [][]byte{commit}
+	for n := range uint64(200) {
+		reaped = append(reaped, feeTx(t, params, testKey("spam"), n, 1, send("alice", uint256.NewInt(1))))
+	}
+	prepare := func() [][]byte {
+		res, err := h.app.PrepareProposal(context.Background(), &abci.PrepareProposalRequest{Txs: reaped, MaxTxBytes: 1 << 22, Height: h.height + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Txs
+	}
+	if got := len(prepare()); got != len(reaped) {
+		t.Fatalf("without a budget the proposal holds %d of %d txs", got, len(reaped))
+	}
+	var clock time.Time
+	WithProposalBudget(5*time.Millisecond, func() time.Time { clock = clock.Add(time.Millisecond); return clock })(h.app)
+	txs := prepare()
+	// Readings at the start and every 16 txs: past 5 ms at the 6th, tx 80.
+	if len(txs) != 80 || string(txs[0]) != string(commit) {
+		t.Fatalf("with the budget the proposal holds %d txs (want 80, the commitment first)", len(txs))
+	}
+	for i, r := range h.block(txs...) {
 		if r.Code != 0 {
 			t.Fatalf("tx %d of the proposal failed: %s", i, r.Log)
 		}

@@ -137,6 +137,8 @@ var requiredScenarios = []string{
 	"c1_canary_theft", "h4_canary_looks_like_a_job", "h1_withheld_input", "m5_votes",
 	// session leases and their disputes (issue 14)
 	"session", "session_dispute", "session_caps",
+	// the ranking at the reveal (issue 17, AppVersion 7)
+	"leaders",
 }
 
 func scenarioFiles(t *testing.T) []string {

@@ -19,7 +19,9 @@ import (
 //
 // It is not state and cannot make nodes differ: a transaction's bytes
 // hold its body (sender included) and its signature, so a hit answers
-// exactly what verifying again would. Only successes are kept (a bad
+// exactly what verifying again would. It also keeps each transaction
+// decoded (types.DecodeTx of those bytes, read only after), so that a
+// transaction is decoded once on a node too. Only successes are kept (a bad
 // signature is refused after the cheap checks every time, as before).
 // It is bounded: a ring of sigCacheSize entries, the oldest forgotten
 // first, about 2.5 MB.
@@ -31,7 +33,7 @@ import (
 // read nothing but "these exact bytes verified".
 type sigCache struct {
 	mu   sync.Mutex
-	seen map[[32]byte]struct{}
+	seen map[[32]byte]*types.Tx
 	ring [][32]byte
 	next int
 }
@@ -40,17 +42,37 @@ type sigCache struct {
 const sigCacheSize = 1 << 16
 
 func newSigCache() *sigCache {
-	return &sigCache{seen: make(map[[32]byte]struct{}, sigCacheSize), ring: make([][32]byte, 0, sigCacheSize)}
+	return &sigCache{seen: make(map[[32]byte]*types.Tx, sigCacheSize), ring: make([][32]byte, 0, sigCacheSize)}
 }
 
-func (c *sigCache) has(k [32]byte) bool {
+// keepDecoded bounds the transactions kept decoded (a transfer is about
+// 150 bytes): larger ones are kept as verified only, so the cache stays
+// within sigCacheSize × keepDecoded bytes of decoded transactions.
+const keepDecoded = 2048
+
+// verifiedOnly marks a verified transaction not kept decoded.
+var verifiedOnly = new(types.Tx)
+
+// get reports whether the bytes hashing to k verified and returns them
+// decoded when kept (nil otherwise). The transaction is shared: callers
+// only read it.
+func (c *sigCache) get(k [32]byte) (tx *types.Tx, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.seen[k]
-	return ok
+	tx, ok = c.seen[k]
+	if tx == verifiedOnly {
+		tx = nil
+	}
+	return tx, ok
 }
 
-func (c *sigCache) add(k [32]byte) {
+func (c *sigCache) has(k [32]byte) bool { _, ok := c.get(k); return ok }
+
+// add keeps tx, decoded from the size bytes hashing to k, as verified.
+func (c *sigCache) add(k [32]byte, size int, tx *types.Tx) {
+	if size > keepDecoded {
+		tx = verifiedOnly
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.seen[k]; ok {
@@ -63,7 +85,7 @@ func (c *sigCache) add(k [32]byte) {
 		c.ring[c.next] = k
 		c.next = (c.next + 1) % sigCacheSize
 	}
-	c.seen[k] = struct{}{}
+	c.seen[k] = tx
 }
 
 // verify is tx.VerifySignature for the transaction encoded as bz,
@@ -76,8 +98,16 @@ func (c *sigCache) verify(bz []byte, tx *types.Tx) error {
 	if err := tx.VerifySignature(); err != nil {
 		return err
 	}
-	c.add(k)
+	c.add(k, len(bz), tx)
 	return nil
+}
+
+// decodeVerified decodes bz and verifies its signature into the cache;
+// nothing is kept for bytes that do not decode or do not verify.
+func (c *sigCache) decodeVerified(k [32]byte, bz []byte) {
+	if tx, err := types.DecodeTx(bz); err == nil && tx.VerifySignature() == nil {
+		c.add(k, len(bz), tx)
+	}
 }
 
 // prewarm verifies the signatures of txs not yet in the cache on all
@@ -96,11 +126,22 @@ func (c *sigCache) prewarm(txs [][]byte) {
 	for range workers {
 		wg.Go(func() {
 			for bz := range todo {
-				if tx, err := types.DecodeTx(bz); err == nil && tx.VerifySignature() == nil {
-					c.add(sha256.Sum256(bz))
-				}
+				c.decodeVerified(sha256.Sum256(bz), bz)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// PreverifyTx verifies the signature of the transaction encoded as bz into
+// the signature cache, if it decodes and is not cached yet. It reads no
+// state and may run concurrently with every ABCI call (node.NewClientCreator
+// runs it before CheckTx takes the app's mutex), so that CheckTx finds the
+// costly recovery done. It changes no answer: a transaction whose signature
+// does not verify is not cached, and CheckTx refuses it as before. The
+// mempool has refused bytes over its max_tx_bytes before this runs.
+func (a *App) PreverifyTx(bz []byte) {
+	if k := sha256.Sum256(bz); !a.sigs.has(k) {
+		a.sigs.decodeVerified(k, bz)
+	}
 }

@@ -102,7 +102,7 @@ func TestSigCacheIsBounded(t *testing.T) {
 		return sha256.Sum256(binary.BigEndian.AppendUint64(nil, i))
 	}
 	for i := range uint64(sigCacheSize + 10) {
-		c.add(key(i))
+		c.add(key(i), 100, &types.Tx{})
 	}
 	if len(c.seen) != sigCacheSize || len(c.ring) != sigCacheSize {
 		t.Fatalf("%d entries, %d in the ring; want %d", len(c.seen), len(c.ring), sigCacheSize)

@@ -190,8 +190,10 @@ func (a *App) ApplySnapshotChunk(_ context.Context, req *abci.ApplySnapshotChunk
 		return rejectSnapshot("the restored state's app hash %X is not the trusted %X", got, r.appHash)
 	}
 	a.restore = nil
+	a.checkMu.Lock()
 	a.resetCheckState()
 	a.checkHeight = uint64(h) + 1
+	a.checkMu.Unlock()
 	a.logger.Info("snapshot restored", "height", h)
 	return &abci.ApplySnapshotChunkResponse{Result: abci.APPLY_SNAPSHOT_CHUNK_RESULT_ACCEPT}, nil
 }

@@ -25,6 +25,28 @@ func getParams(r store.Reader) genesis.Params {
 	return p
 }
 
+// decodedParams is the params record's bytes and their decoding.
+type decodedParams struct {
+	raw []byte
+	p   genesis.Params
+}
+
+// params is getParams(r) for runTx, decoded once per params record rather
+// than once per transaction: the record's bytes are read every time and
+// compared with the last decoded ones, so a change (in this block's
+// writes, or another branch's) is always seen. The returned Params shares
+// its pointer fields with the cached one: runTx only reads them
+// (Gas, RequiredFee, limits), it must not be handed to code that writes.
+func (a *App) params(r store.Reader) genesis.Params {
+	raw := r.Get(ParamsKey())
+	if c := a.paramsCache.Load(); c != nil && bytes.Equal(c.raw, raw) {
+		return c.p
+	}
+	p := getParams(r)
+	a.paramsCache.Store(&decodedParams{raw: bytes.Clone(raw), p: p})
+	return p
+}
+
 func setParams(kv store.KV, p genesis.Params) {
 	bz, err := rlp.EncodeToBytes(&p)
 	if err != nil {

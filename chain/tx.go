@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -109,6 +110,15 @@ func decodeMsg(m types.RawMsg) (handler, genesis.MsgWork, error) {
 // requirement of the job with every attribute of the provider, in CheckTx
 // and again at the close. It is charged at the bound (genesis.WorkGas).
 var bidWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches}
+
+// revealWork is a sealed bid's reveal: the auction ranks at the reveal
+// (market's leaders list), so the reveal checks its provider's
+// eligibility, charged like a bid's matching at the bound, and inserts
+// the bid into its stage's leaders list (at most 3r + 1 entries, r <=
+// max_redundancy; a split job's r more per other stage, at most
+// max_bids_per_stage), pushing out and refunding at most one bid: one
+// slot's gas (slot_gas) for that, as the close paid per slot before.
+var revealWork = genesis.MsgWork{Matches: genesis.MaxWorkMatches, Slots: 1}
 
 // claimWork is a pool claim's: a bid's matching, and the award of its task
 // if it is the r-th eligible claim (market.fillTask: the eligibility checks
@@ -264,6 +274,7 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 		})
 	case types.MsgTypeRevealBid:
 		return decode(m.Data, market.DecodeMsgRevealBid, func(msg *market.MsgRevealBid) handler {
+			*work = revealWork
 			return marketHandler(func(k *market.Keeper, from types.Address) error { return k.RevealBid(from, msg) })
 		})
 	case types.MsgTypeClaimTask:
@@ -373,13 +384,19 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 //
 // Every check here runs in CheckTx, PrepareProposal and FinalizeBlock alike.
 func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
-	params := getParams(kv)
+	params := a.params(kv)
 	if uint64(len(bz)) > params.MaxTxBytes {
 		return fail(stageRejected, 0, types.ErrTxTooLarge.Wrapf("%d bytes, the limit is %d", len(bz), params.MaxTxBytes))
 	}
-	tx, err := types.DecodeTx(bz)
-	if err != nil {
-		return fail(stageRejected, 0, err)
+	// A transaction seen before on this node (the mempool, a proposal) is
+	// decoded and verified already (sigcache.go).
+	key := sha256.Sum256(bz)
+	tx, verified := a.sigs.get(key)
+	var err error
+	if tx == nil {
+		if tx, err = types.DecodeTx(bz); err != nil {
+			return fail(stageRejected, 0, err)
+		}
 	}
 	body := &tx.Body
 	// Until the messages are decoded, a refusal reports their plain gas.
@@ -421,8 +438,11 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	if bal := escrow.NewKeeper(kv).Balance(body.From); bal.Lt(body.Fee) {
 		return fail(stageRejected, gas, fmt.Errorf("cannot pay the fee: %w", types.ErrInsufficientFunds.Wrapf("%s has %s, the fee is %s", body.From, types.FormatAmount(bal), types.FormatAmount(body.Fee))))
 	}
-	if err := a.sigs.verify(bz, tx); err != nil {
-		return fail(stageRejected, gas, err)
+	if !verified {
+		if err := tx.VerifySignature(); err != nil {
+			return fail(stageRejected, gas, err)
+		}
+		a.sigs.add(key, len(bz), tx)
 	}
 
 	ante := store.NewCache(kv)

@@ -88,7 +88,8 @@ type EventBidRevealed struct {
 func (EventBidRevealed) EventType() string { return "bid_revealed" }
 
 // EventBidForfeited: a bid's deposit was burned at the close, because the
-// bid was never revealed or its provider was no longer eligible (Reason).
+// bid was never revealed or its provider, leading the auction stage or
+// claiming a pool task, was no longer eligible (Reason).
 type EventBidForfeited struct {
 	Job      uint64        `event:"job,index"`
 	Stage    uint16        `event:"stage"`
@@ -98,6 +99,20 @@ type EventBidForfeited struct {
 }
 
 func (EventBidForfeited) EventType() string { return "bid_forfeited" }
+
+// EventBidEvicted: a revealed bid was pushed out of its auction stage's
+// leaders list (the Leaders best revealed bids) by a better one: it can
+// no longer win, and its deposit was returned.
+type EventBidEvicted struct {
+	Job      uint64        `event:"job,index"`
+	Stage    uint16        `event:"stage"`
+	Provider types.Address `event:"provider,index"`
+	Price    *uint256.Int  `event:"price"`
+	Deposit  *uint256.Int  `event:"deposit"`
+	Leaders  uint32        `event:"leaders"`
+}
+
+func (EventBidEvicted) EventType() string { return "bid_evicted" }
 
 type EventJobRevealing struct {
 	Job       uint64 `event:"job,index"`

@@ -2,7 +2,6 @@ package market
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -406,12 +405,16 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 	if j.State != JobBidding && j.State != JobRevealing {
 		return types.ErrWrongPhase.Wrapf("job %d is %s: only a job not yet awarded can be cancelled", id, j.State)
 	}
+	held := depositHeld(k.kv, j)
 	for _, b := range Bids(k.kv, id) {
-		if depositHeld(k.kv, id, &b) {
+		if held(&b) {
 			k.esc.Release(id, b.Provider, b.Deposit)
 		}
 	}
 	k.clearBook(id)
+	for s := uint16(0); s < j.Stages; s++ {
+		k.kv.Delete(LeadersKey(id, s))
+	}
 	k.unfill(j)
 	refund := k.esc.Locked(id)
 	k.esc.Release(id, j.Client, refund)
@@ -422,13 +425,29 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 	return nil
 }
 
-// depositHeld reports whether bid b of job still holds its deposit in the
-// job's escrow: a sealed bid, or a revealed bid (or claim) still in the
-// order book. A claim leaves the book when its pool task is awarded at the
-// r-th claim (deposit returned) or when it is dropped there for its
-// provider's ineligibility (deposit burned): fillTask.
-func depositHeld(r store.Reader, job uint64, b *StageBid) bool {
-	return !b.Revealed || r.Get(BookKey(job, b.Stage, b.Price, b.Provider)) != nil
+// depositHeld returns whether a bid of j still holds its deposit in the
+// job's escrow: a sealed bid; an auction's revealed bid still in its
+// stage's leaders list (one pushed out got its deposit back at once); a
+// claim still in the order book. A claim leaves the book when its pool
+// task is awarded at the r-th claim (deposit returned) or when it is
+// dropped there for its provider's ineligibility (deposit burned):
+// fillTask. It reads each stage's leaders list once.
+func depositHeld(r store.Reader, j *Job) func(b *StageBid) bool {
+	if j.Mode != ModeAuction {
+		return func(b *StageBid) bool {
+			return !b.Revealed || r.Get(BookKey(j.ID, b.Stage, b.Price, b.Provider)) != nil
+		}
+	}
+	leaders := make([]*Leaders, j.Stages)
+	return func(b *StageBid) bool {
+		if !b.Revealed {
+			return true
+		}
+		if leaders[b.Stage] == nil {
+			leaders[b.Stage] = GetLeaders(r, j.ID, b.Stage)
+		}
+		return leaders[b.Stage].has(b.Provider)
+	}
 }
 
 // clearBook drops a job's order book once its bids are resolved. The bid
@@ -530,12 +549,29 @@ func (k *Keeper) RevealBid(from types.Address, m *MsgRevealBid) error {
 	case m.Price.Gt(j.MaxPrice):
 		return types.ErrInvalidMsg.Wrapf("price %s is above job %d's cap of %s", types.FormatAmount(m.Price), j.ID, types.FormatAmount(j.MaxPrice))
 	}
+	// The ranking happens here (leaders.go): the provider must be
+	// eligible now, and is checked again at the close if it leads.
+	score, err := eligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, m.Stage, from)
+	if err != nil {
+		return fmt.Errorf("%w; the bid stays sealed: reveal it by height %d once eligible, or its deposit is forfeited at the close", err, j.RevealEnd)
+	}
+	if j.Opened == 0 {
+		j.TieSeed = bytes.Clone(k.ctx.BlockHash)
+	}
 	b.Revealed, b.Price = true, m.Price.Clone()
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
-	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
+	l := GetLeaders(k.kv, j.ID, m.Stage)
+	out := l.insert(Leader{Provider: from, Price: b.Price, Score: score, Tie: TieHash(j.TieSeed, j.ID, m.Stage, from), Seq: b.Seq, Deposit: b.Deposit}, leaderCap(j, k.p.MaxBidsPerStage))
+	k.setLeaders(j.ID, m.Stage, l)
 	j.Opened++
 	k.setJob(j)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
+	if out != nil {
+		// A definite loser: leaderCap bids rank before it and only
+		// better ones can come. Its deposit goes back now.
+		k.esc.Release(j.ID, out.Provider, out.Deposit)
+		k.emit(EventBidEvicted{Job: j.ID, Stage: m.Stage, Provider: out.Provider, Price: out.Price, Deposit: out.Deposit, Leaders: uint32(len(l.List))})
+	}
 	if j.AllRevealed(k.ctx.Height) {
 		k.closeEarly(j)
 	}
@@ -700,22 +736,19 @@ func (k *Keeper) unfill(j *Job) {
 type ranked struct {
 	provider types.Address
 	price    *uint256.Int
-	score    uint64
-	tie      types.Hash
 	seq      uint64
-	deposit  *uint256.Int // fillTask only
+	deposit  *uint256.Int // fillTask and the auction close (rankLeaders)
 }
 
-// rank orders eligible revealed bids: auctions by price, then reputation
-// (higher first), then hash(block hash | job | stage | provider); pools by
-// arrival. Revealed bids whose provider is no longer eligible are returned
-// in dropped with the reason: their deposits are forfeited (L1), like an
-// unrevealed bid's, or revealing and then making oneself ineligible would
-// be a free way out of the auction.
+// rank orders the eligible claims of a pool job's stage by arrival (first
+// come, first served; an auction ranks its bids at the reveal, leaders.go).
+// Claims whose provider is no longer eligible are returned in dropped with
+// the reason: their deposits are forfeited (L1), or claiming and then
+// making oneself ineligible would be a free way out of the task.
 //
-// book is the stage's order book and bids the job's bids, both as the
-// close read them (jobBook, Bids): each bid is read once per close, and
-// each bidder's provider record, stake and reputation once per bid.
+// book is the job's order book and bids its claims, both as the close read
+// them (jobBook, Bids): each claim is read once per close, and each
+// claimant's provider record, stake and reputation once per claim.
 func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid) (winners, backups []ranked, dropped map[types.Address]string) {
 	var all []ranked
 	for _, e := range book {
@@ -724,36 +757,18 @@ func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid) (
 		}
 		addr := e.provider
 		b := findBid(bids, stage, addr)
-		score, err := eligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, addr)
-		if err != nil {
+		if _, err := eligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, stage, addr); err != nil {
 			if dropped == nil {
 				dropped = map[types.Address]string{} // looked up only, never ranged over
 			}
 			dropped[addr] = "ineligible at the close: " + err.Error()
 			continue
 		}
-		h := sha256.New()
-		h.Write(k.ctx.BlockHash)
-		h.Write(be64(j.ID))
-		h.Write(be16(stage))
-		h.Write(addr[:])
-		all = append(all, ranked{provider: addr, price: b.Price, score: score, tie: types.Hash(h.Sum(nil)), seq: b.Seq})
+		all = append(all, ranked{provider: addr, price: b.Price, seq: b.Seq})
 	}
-	less := func(a, b ranked) int {
-		if j.Mode == ModePool {
-			return cmpU64(a.seq, b.seq)
-		}
-		if c := a.price.Cmp(b.price); c != 0 {
-			return c
-		}
-		if a.score != b.score {
-			return -cmpU64(a.score, b.score)
-		}
-		return bytes.Compare(a.tie[:], b.tie[:])
-	}
-	// less is a total order (the tie hash differs per provider), so the
-	// result does not depend on the sort algorithm.
-	slices.SortFunc(all, less)
+	// Seq is unique per job, so the order does not depend on the sort
+	// algorithm.
+	slices.SortFunc(all, func(a, b ranked) int { return cmpU64(a.seq, b.seq) })
 	n := int(j.Redundancy)
 	if len(all) < n {
 		return all, nil, dropped
@@ -821,11 +836,15 @@ func cmpU64(a, b uint64) int {
 type stageAward struct {
 	winners, backups []ranked
 	price            *uint256.Int
+	// evictedMin is the lowest price pushed out of an auction stage's
+	// leaders list, nil if none was (stagePrice).
+	evictedMin *uint256.Int
 }
 
 // close runs at the end of the reveal window: per stage, award the r best
-// eligible bids at the uniform clearing price, refund revealed deposits,
-// burn unrevealed ones; expire the job if no stage was awarded (a
+// eligible bids at the uniform clearing price (an auction from its
+// leaders lists, closeAuction; a pool from its order book, closePool),
+// refund revealed deposits, burn unrevealed ones; expire the job if no stage was awarded (a
 // pipeline: if any stage was not; a split job: if any stage has fewer
 // than r winners, one slot per account, see splitSelect). A pool task
 // already awarded at its r-th claim (fillTask) keeps its winners; its
@@ -835,62 +854,14 @@ type stageAward struct {
 // stage's winners are put in replica-chain order (chainOrder): slot i of
 // every stage is chain i.
 func (k *Keeper) close(j *Job) {
-	// The job's bids and its order book, read once: ranking, the deposits
-	// and clearing the book use them, and nothing below writes either
-	// before clearing the book.
-	bids := Bids(k.kv, j.ID)
-	book := k.jobBook(j.ID)
-	awards := make([]stageAward, j.Stages)
-	dropped := make([]map[types.Address]string, j.Stages)
-	filled := make([]bool, j.Stages)
-	awarded := 0
-	for s := uint16(0); s < j.Stages; s++ {
-		if _, ok := k.ver.GetTask(j.ID, s); ok {
-			filled[s] = true // a pool task awarded at its r-th claim
-			awarded++
-			continue
-		}
-		if j.Bids[s] == 0 {
-			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
-			continue
-		}
-		w, b, out := k.rank(j, s, book, bids)
-		dropped[s] = out
-		price := j.MaxPrice.Clone()
-		if len(b) > 0 && j.Mode == ModeAuction {
-			price = b[0].price.Clone() // the (r+1)-th lowest eligible bid
-		}
-		awards[s] = stageAward{w, b, price}
-		if len(w) > 0 {
-			awarded++
-		}
-	}
-	if j.Kind == KindSplit {
-		splitSelect(j, awards)
-	}
-	// Deposits: revealed bids of providers still eligible get theirs back;
-	// sealed ones, and revealed ones whose provider became ineligible
-	// before the close, lose it. Claims of filled pool tasks no longer
-	// hold one.
-	for _, b := range bids {
-		// depositHeld, from the book read above.
-		if b.Revealed && !inBook(book, BookKey(j.ID, b.Stage, b.Price, b.Provider)) {
-			continue
-		}
-		reason, out := dropped[b.Stage][b.Provider]
-		switch {
-		case b.Revealed && !out:
-			k.esc.Release(j.ID, b.Provider, b.Deposit)
-		case b.Revealed:
-			k.esc.BurnLocked(j.ID, b.Deposit)
-			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: reason})
-		default:
-			k.esc.BurnLocked(j.ID, b.Deposit)
-			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: "not revealed"})
-		}
-	}
-	for _, e := range book { // clearBook
-		k.kv.Delete(e.key)
+	var awards []stageAward
+	var filled []bool
+	var awarded int
+	if j.Mode == ModeAuction {
+		awards, awarded = k.closeAuction(j)
+		filled = make([]bool, j.Stages)
+	} else {
+		awards, filled, awarded = k.closePool(j)
 	}
 	// A pipeline's stages feed one another: one without a winner leaves the
 	// others nothing to compute on (or nobody to pass their output to).
@@ -933,6 +904,108 @@ func (k *Keeper) close(j *Job) {
 		}
 	}
 	k.start(j)
+}
+
+// closeAuction ranks an auction's stages from their leaders lists (the
+// ranking was done by the reveals, leaders.go): per stage the first r
+// leaders still eligible win, the next eligible ones are backups, the
+// ineligible ones forfeit their deposits (L1) and every eligible leader's
+// deposit goes back. Sealed bids never revealed forfeit theirs: the bids
+// are read only when there is one (Opened below the sealed bids). The
+// leaders lists are deleted; the bid records stay, for queries.
+func (k *Keeper) closeAuction(j *Job) (awards []stageAward, awarded int) {
+	awards = make([]stageAward, j.Stages)
+	for s := uint16(0); s < j.Stages; s++ {
+		if j.Bids[s] == 0 {
+			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
+			continue
+		}
+		l := GetLeaders(k.kv, j.ID, s)
+		w, b, dropped := k.rankLeaders(j, s, l)
+		for _, c := range slices.Concat(w, b) {
+			k.esc.Release(j.ID, c.provider, c.deposit)
+		}
+		for _, d := range dropped {
+			k.esc.BurnLocked(j.ID, d.Deposit)
+			k.emit(EventBidForfeited{Job: j.ID, Stage: s, Provider: d.Provider, Deposit: d.Deposit, Reason: d.reason})
+		}
+		a := stageAward{winners: w, backups: b, price: stagePrice(j, b, l)}
+		if l.Evicted > 0 {
+			a.evictedMin = l.EvictedMin
+		}
+		awards[s] = a
+		if len(w) > 0 {
+			awarded++
+		}
+		if len(l.List) > 0 || l.Evicted > 0 {
+			k.kv.Delete(LeadersKey(j.ID, s))
+		}
+	}
+	if uint64(j.Opened) < j.SealedBids() {
+		for _, b := range Bids(k.kv, j.ID) {
+			if !b.Revealed {
+				k.esc.BurnLocked(j.ID, b.Deposit)
+				k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: "not revealed"})
+			}
+		}
+	}
+	if j.Kind == KindSplit {
+		splitSelect(j, awards)
+	}
+	return awards, awarded
+}
+
+// closePool ranks a pool job's stages not yet awarded from their order
+// books (claims, first come first served). A pool task already awarded at
+// its r-th claim (fillTask) keeps its winners; its claims' deposits were
+// returned then.
+func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded int) {
+	// The job's claims and its order book, read once: ranking, the deposits
+	// and clearing the book use them, and nothing below writes either
+	// before clearing the book.
+	bids := Bids(k.kv, j.ID)
+	book := k.jobBook(j.ID)
+	awards = make([]stageAward, j.Stages)
+	dropped := make([]map[types.Address]string, j.Stages)
+	filled = make([]bool, j.Stages)
+	for s := uint16(0); s < j.Stages; s++ {
+		if _, ok := k.ver.GetTask(j.ID, s); ok {
+			filled[s] = true // a pool task awarded at its r-th claim
+			awarded++
+			continue
+		}
+		if j.Bids[s] == 0 {
+			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
+			continue
+		}
+		w, b, out := k.rank(j, s, book, bids)
+		dropped[s] = out
+		awards[s] = stageAward{winners: w, backups: b, price: j.MaxPrice.Clone()}
+		if len(w) > 0 {
+			awarded++
+		}
+	}
+	if j.Kind == KindSplit {
+		splitSelect(j, awards)
+	}
+	// Deposits: claims of providers still eligible get theirs back, those
+	// whose provider became ineligible before the close lose it. Claims of
+	// filled pool tasks no longer hold one.
+	for _, b := range bids {
+		if !inBook(book, BookKey(j.ID, b.Stage, b.Price, b.Provider)) {
+			continue
+		}
+		if reason, out := dropped[b.Stage][b.Provider]; out {
+			k.esc.BurnLocked(j.ID, b.Deposit)
+			k.emit(EventBidForfeited{Job: j.ID, Stage: b.Stage, Provider: b.Provider, Deposit: b.Deposit, Reason: reason})
+		} else {
+			k.esc.Release(j.ID, b.Provider, b.Deposit)
+		}
+	}
+	for _, e := range book { // clearBook
+		k.kv.Delete(e.key)
+	}
+	return awards, filled, awarded
 }
 
 // awardStage gives stage s of j to a's winners (at least one) at a's

@@ -34,13 +34,16 @@ const (
 	prefixJob      byte = 0x21 // 0x21 | job(8) -> rlp(Job)
 	keyNextJob     byte = 0x22 // 0x22 -> uint64: the next job id
 	prefixBid      byte = 0x23 // 0x23 | job(8) | stage(2) | provider(20) -> rlp(Bid)
-	prefixBook     byte = 0x24 // 0x24 | job(8) | stage(2) | price(32) | provider(20) -> {}: revealed bids by price
+	prefixBook     byte = 0x24 // 0x24 | job(8) | stage(2) | price(32) | provider(20) -> {}: a pool job's claims by price
 	prefixByState  byte = 0x25 // 0x25 | state(1) | job(8) -> {}
 	prefixByClient byte = 0x26 // 0x26 | client(20) | job(8) -> {}
 	prefixByProv   byte = 0x27 // 0x27 | provider(20) | job(8) -> {}: jobs a provider was assigned
 	prefixSchedule byte = 0x28 // 0x28 | height(8) | job(8) | stage(2) | kind(1) -> {}: deadlines
 	// 0x29 | job(8) | stage(2) | result(32) -> rlp(FinetuneClaim): the root and final hash behind a revealed fine-tune result
 	prefixFinetuneClaim byte = 0x29
+	// 0x2a | job(8) | stage(2) -> rlp(Leaders): an auction stage's best revealed bids (RevealBid)
+	prefixLeaders byte = 0x2a
+	// 0x2b | height(8) | job(8) -> {}: the prune queue (prune.go, prefixPrune)
 )
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -70,6 +73,11 @@ func bidStagePrefix(job uint64, stage uint16) []byte {
 // BidKey is the store key of a provider's bid on a stage.
 func BidKey(job uint64, stage uint16, p types.Address) []byte {
 	return cat(bidStagePrefix(job, stage), p.Bytes())
+}
+
+// LeadersKey is the store key of an auction stage's leaders list.
+func LeadersKey(job uint64, stage uint16) []byte {
+	return cat([]byte{prefixLeaders}, be64(job), be16(stage))
 }
 
 func bookStagePrefix(job uint64, stage uint16) []byte {

@@ -21,7 +21,8 @@ import (
 // check, every deadline left in the schedule passes over it. From then on
 // its records only serve readers. setState queues it under
 // prune(final height + params.market.retain_blocks, job), and the end
-// block at that height deletes the job, its bids, order-book leftovers,
+// block at that height deletes the job, its bids, order-book and leaders
+// leftovers,
 // fine-tune claims, index entries (by state, client, provider), its tasks
 // with their votes (package verifier) and its fine-tune games (package
 // finetune). The queue is worked in key order, at most MaxPruneWork units
@@ -38,9 +39,9 @@ import (
 // record is a pruned job (Pruned), and a transaction or query naming it
 // gets an error that says so. The job_pruned event records the height.
 
-// prefixPrune is the prune queue: 0x2a | height(8) | job(8) -> {}: a final
-// job is pruned at height.
-const prefixPrune byte = 0x2a
+// prefixPrune is the prune queue: 0x2b | height(8) | job(8) -> {}: a final
+// job is pruned at height (keys.go lists the package's prefixes).
+const prefixPrune byte = 0x2b
 
 // MaxPruneWork bounds the pruning work of one block, in units of 1 + the
 // job's stages + its sealed bids (the records one job's pruning deletes,
@@ -173,7 +174,7 @@ func (k *Keeper) prune(j *Job) {
 	// Fine-tune claims and games exist for fine-tune jobs only
 	// (RevealFinetune, openGames; StageInvariant): other jobs skip their
 	// tables' iterators.
-	tables := []byte{prefixBid, prefixBook}
+	tables := []byte{prefixBid, prefixBook, prefixLeaders}
 	if j.Kind == KindFinetune {
 		tables = append(tables, prefixFinetuneClaim)
 		finetune.PruneJob(k.kv, id)
@@ -200,8 +201,8 @@ func (k *Keeper) prune(j *Job) {
 // PruneInvariant checks the prune queue and what pruning leaves: every
 // queued job exists, is final and is queued once; no escrow is held for a
 // job that is not in the state, except a session's (its dispute bonds,
-// package session); no bid, task or index entry names a job that is not
-// in the state.
+// package session); no bid, book, leaders, claim or index entry names a
+// job that is not in the state.
 func PruneInvariant(r store.KV) error {
 	var bad error
 	seen := map[uint64]bool{} // membership only: never iterated
@@ -245,7 +246,7 @@ func PruneInvariant(r store.KV) error {
 	if bad != nil {
 		return bad
 	}
-	for _, p := range []byte{prefixBid, prefixBook, prefixFinetuneClaim} {
+	for _, p := range []byte{prefixBid, prefixBook, prefixFinetuneClaim, prefixLeaders} {
 		store.IteratePrefix(r, []byte{p}, func(key, _ []byte) bool {
 			return missing(fmt.Sprintf("a record under prefix %#x", p), binary.BigEndian.Uint64(key[1:9]))
 		})

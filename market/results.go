@@ -870,8 +870,9 @@ func EscrowInvariant(r store.KV) error {
 			// A pool task filled at its r-th claim keeps r × cap (its
 			// price is the cap) and no longer holds its claims' deposits.
 			want.Add(j.ValidatorFee, j.MaxPayout())
+			held := depositHeld(r, &j)
 			for _, b := range Bids(r, j.ID) {
-				if depositHeld(r, j.ID, &b) {
+				if held(&b) {
 					want.Add(want, b.Deposit)
 				}
 			}

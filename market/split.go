@@ -180,8 +180,12 @@ func splitSelect(j *Job, awards []stageAward) {
 		}
 		awards[s].backups = b
 		awards[s].price = j.MaxPrice.Clone()
-		if len(b) > 0 && j.Mode == ModeAuction {
+		switch {
+		case j.Mode != ModeAuction:
+		case len(b) > 0:
 			awards[s].price = b[0].price.Clone()
+		case awards[s].evictedMin != nil:
+			awards[s].price = awards[s].evictedMin.Clone() // as stagePrice
 		}
 	}
 }

@@ -182,6 +182,10 @@ type Job struct {
 	// (RevealBid, closeEarly): the auction closes at RevealEnd only while a
 	// sealed bid is still unrevealed.
 	Opened uint32 `rlp:"optional"`
+	// TieSeed is the hash of the block that carried the auction's first
+	// reveal: it seeds the last tie-break of the ranking (TieHash). Every
+	// bid was sealed before it was known.
+	TieSeed []byte `rlp:"optional"`
 }
 
 // SealedBids is the number of sealed bids (pool mode: claims) on the job,

@@ -15,7 +15,6 @@ import (
 
 	dbm "github.com/cometbft/cometbft-db"
 	"github.com/cometbft/cometbft/abci/example/kvstore"
-	abci "github.com/cometbft/cometbft/abci/types"
 	cmtcfg "github.com/cometbft/cometbft/config"
 	"github.com/cometbft/cometbft/libs/log"
 	mempl "github.com/cometbft/cometbft/mempool"
@@ -85,7 +84,8 @@ func BenchmarkTransfers(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := startBenchNode(b, conf, chain.NewApp(tree), tree.Close)
+		app := chain.NewApp(tree, node.ProposalBudget(conf))
+		n := startBenchNode(b, conf, node.NewClientCreator(app, app.PreverifyTx), tree.Close)
 		runTransfers(b, n, perSender, len(txs))
 	})
 	b.Run("kvstore", func(b *testing.B) {
@@ -103,7 +103,7 @@ func BenchmarkTransfers(b *testing.B) {
 			tx := kvstore.NewTx(key, strings.Repeat("v", max(1, size-len(key)-1)))
 			perSender[i%benchSenders] = append(perSender[i%benchSenders], tx)
 		}
-		n := startBenchNode(b, conf, kvstore.NewInMemoryApplication())
+		n := startBenchNode(b, conf, proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()))
 		runTransfers(b, n, perSender, b.N)
 	})
 }
@@ -202,7 +202,7 @@ func listGenesisValidator(b *testing.B, conf *cmtcfg.Config) {
 // neither be closed safely nor be left running while b.TempDir deletes the
 // home (pebble then logs "background error" lines into the benchmark
 // output). closers (the app's store) run after the node has stopped.
-func startBenchNode(b *testing.B, conf *cmtcfg.Config, app abci.Application, closers ...func() error) *nm.Node {
+func startBenchNode(b *testing.B, conf *cmtcfg.Config, app proxy.ClientCreator, closers ...func() error) *nm.Node {
 	b.Helper()
 	dbProvider := func(ctx *cmtcfg.DBContext) (dbm.DB, error) {
 		if ctx.ID == "tx_index" {
@@ -221,7 +221,7 @@ func startBenchNode(b *testing.B, conf *cmtcfg.Config, app abci.Application, clo
 		fail(err)
 	}
 	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
-	n, err := nm.NewNode(context.Background(), conf, pv, nodeKey, proxy.NewLocalClientCreator(app),
+	n, err := nm.NewNode(context.Background(), conf, pv, nodeKey, app,
 		nm.DefaultGenesisDocProviderFunc(conf), dbProvider,
 		nm.DefaultMetricsProvider(conf.Instrumentation), log.NewNopLogger())
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 	nm "github.com/cometbft/cometbft/node"
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/privval"
-	"github.com/cometbft/cometbft/proxy"
 	cmttypes "github.com/cometbft/cometbft/types"
 	cmttime "github.com/cometbft/cometbft/types/time"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -228,7 +227,15 @@ func blockSpaceOptions(conf *cmtcfg.Config) ([]chain.Option, error) {
 	return []chain.Option{
 		chain.WithMempool(chain.MempoolLimits{Txs: conf.Mempool.Size, Bytes: reap}),
 		chain.WithMaxBlockGas(gas),
+		ProposalBudget(conf),
 	}, nil
+}
+
+// ProposalBudget is the app's PrepareProposal time budget for conf: half
+// of timeout_propose, so that the proposal leaves in time with the rest
+// of the round's work (chain.WithProposalBudget).
+func ProposalBudget(conf *cmtcfg.Config) chain.Option {
+	return chain.WithProposalBudget(conf.Consensus.TimeoutPropose/2, time.Now)
 }
 
 // WriteGenesis validates doc and writes it as gen's app_state to path.
@@ -330,7 +337,7 @@ func StartChainNodeWith(ctx context.Context, conf *cmtcfg.Config, logger log.Log
 	if o.Wrap != nil {
 		served = o.Wrap(app)
 	}
-	n, err := nm.NewNode(ctx, conf, pv, nodeKey, proxy.NewLocalClientCreator(served),
+	n, err := nm.NewNode(ctx, conf, pv, nodeKey, NewClientCreator(served, app.PreverifyTx),
 		nm.DefaultGenesisDocProviderFunc(conf), cmtcfg.DefaultDBProvider,
 		nm.DefaultMetricsProvider(conf.Instrumentation), logger)
 	if err != nil {

@@ -132,6 +132,7 @@ func (i *Importer) Commit() error {
 	i.t.mu.Lock()
 	defer i.t.mu.Unlock()
 	defer i.t.vals.drop() // the restored state replaces whatever was read
+	defer i.t.latest.drop()
 	if err := i.im.Commit(); err != nil {
 		return err
 	}
@@ -184,6 +185,7 @@ func (t *Tree) Wipe() error {
 	_ = t.tree.Close() // the old tree's node cache (the database stays open)
 	t.tree = tree
 	t.vals.drop()
+	t.latest.drop()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -281,5 +282,67 @@ func TestPruneTo(t *testing.T) {
 	}
 	if _, err := tr.Snapshot(10); err != nil || !bytes.Equal(tr.Hash(), latest) {
 		t.Fatalf("the latest version: %v", err)
+	}
+}
+
+// ReadSnapshot reads what each saved version holds, refuses a version
+// never saved, and, after a wipe and a restore of another state at the
+// same version, reads the restored values rather than the values it kept
+// in memory from before.
+func TestReadSnapshot(t *testing.T) {
+	tr := fill(t, 300, 3)
+	for v := int64(1); v <= 3; v++ {
+		r, err := tr.ReadSnapshot(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := tr.Snapshot(v)
+		if !bytes.Equal(r.Hash(), want.Hash()) || !bytes.Equal(r.Get([]byte("k00006")), want.Get([]byte("k00006"))) {
+			t.Fatalf("version %d differs from Snapshot's", v)
+		}
+	}
+	if _, err := tr.ReadSnapshot(4); err == nil {
+		t.Fatal("a version never saved was read")
+	}
+	// Another state restored at version 3 over the wiped tree.
+	other := NewMemTree()
+	for i := range 50 {
+		other.Set([]byte(fmt.Sprintf("k%05d", i)), []byte("other"))
+	}
+	for range 3 {
+		if _, _, err := other.SaveVersion(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Wipe(); err != nil {
+		t.Fatal(err)
+	}
+	im, err := tr.Import(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range exportChunks(t, other, 3, 1<<10) {
+		nodes, _ := DecodeNodes(c)
+		for _, n := range nodes {
+			if err := im.Add(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := im.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tr.ReadSnapshot(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Get([]byte("k00006")); string(got) != "other" || !bytes.Equal(r.Hash(), other.Hash()) {
+		t.Fatalf("after the restore the reader reads %q (hash %X, want %X)", got, r.Hash(), other.Hash())
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ReadSnapshot(3); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
 	}
 }

@@ -30,6 +30,8 @@ type Tree struct {
 	// pinned counts the exports reading each version (export.go): PruneTo
 	// keeps them.
 	pinned map[int64]int
+	// latest caches values at the last saved version for ReadSnapshot.
+	latest *latestValues
 }
 
 // OpenTree opens (or creates) the tree stored in dir/name.db and loads its
@@ -68,7 +70,7 @@ func newTree(db iavldb.DB) (*Tree, error) {
 	if _, err := tree.Load(); err != nil {
 		return nil, fmt.Errorf("cannot load state tree: %w", err)
 	}
-	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}}, nil
+	return &Tree{db: db, tree: tree, vals: newValueCache(maxValueEntries, maxValueBytes), pinned: map[int64]int{}, latest: newLatestValues()}, nil
 }
 
 // newMemTreeValues is NewMemTree with other value-cache bounds (tests):
@@ -120,6 +122,7 @@ func (t *Tree) SaveVersion() ([]byte, int64, error) {
 	defer t.mu.Unlock()
 	hash, v, err := t.tree.SaveVersion()
 	t.vals.saved(err == nil)
+	t.latest.saved(v, err == nil)
 	return hash, v, err
 }
 
@@ -129,11 +132,18 @@ func (t *Tree) Rollback() {
 	defer t.mu.Unlock()
 	t.tree.Rollback()
 	t.vals.rollback()
+	t.latest.rollback()
 }
 
 // Get reads the working tree. The value returned must not be modified.
 func (t *Tree) Get(key []byte) []byte {
 	if v, ok := t.vals.get(key); ok {
+		return v
+	}
+	// A key not written since the last save holds the saved value, which
+	// the mempool's reads may know (latestValues).
+	if v, ok := t.latest.unwritten(t.tree.Version(), key); ok {
+		t.vals.put(key, v, false)
 		return v
 	}
 	v, err := t.tree.Get(key)
@@ -152,7 +162,9 @@ func (t *Tree) Set(key, value []byte) {
 	if _, err := t.tree.Set(key, value); err != nil {
 		panic(fmt.Errorf("store: set: %w", err))
 	}
-	t.vals.put(key, bytes.Clone(value), true)
+	value = bytes.Clone(value)
+	t.vals.put(key, value, true)
+	t.latest.write(key, value)
 }
 
 // Delete removes key from the working tree.
@@ -161,6 +173,7 @@ func (t *Tree) Delete(key []byte) {
 		panic(fmt.Errorf("store: delete: %w", err))
 	}
 	t.vals.put(key, nil, true)
+	t.latest.write(key, nil)
 }
 
 // Iterate walks the working tree.
@@ -183,6 +196,9 @@ func (t *Tree) Iterate(start, end []byte, fn func(key, value []byte) bool) {
 // Snapshot is a read-only saved version: what queries and the mempool read.
 type Snapshot struct {
 	t *iavl.ImmutableTree
+	// latest (ReadSnapshot's) answers point reads of the last saved
+	// version from memory.
+	latest *latestValues
 }
 
 // ErrVersionNotFound is returned for a version the tree does not hold.
@@ -212,6 +228,25 @@ func (t *Tree) Snapshot(v int64) (*Snapshot, error) {
 	return &Snapshot{t: it}, nil
 }
 
+// ReadSnapshot is Snapshot(v) whose point reads of the last saved version
+// are answered from memory where the tree knows the value (latestValues:
+// keys written or read through ReadSnapshot since), for the mempool's
+// CheckTx, which reads the same accounts again and again.
+//
+// Like Snapshot's, its reads must not run beside a write to the working
+// tree (Set, Delete, Rollback, WorkingHash, SaveVersion): IAVL's Set
+// clones nodes that saved versions share, and the clone writes to them.
+// Reads beside the working tree's reads are safe. chain.App orders its
+// CheckTx against the writes of a block with a mutex of its own.
+func (t *Tree) ReadSnapshot(v int64) (*Snapshot, error) {
+	s, err := t.Snapshot(v)
+	if err != nil {
+		return nil, err
+	}
+	s.latest = t.latest
+	return s, nil
+}
+
 // Version is the snapshot's version.
 func (s *Snapshot) Version() int64 { return s.t.Version() }
 
@@ -219,9 +254,17 @@ func (s *Snapshot) Version() int64 { return s.t.Version() }
 func (s *Snapshot) Hash() []byte { return s.t.Hash() }
 
 func (s *Snapshot) Get(key []byte) []byte {
+	if s.latest != nil {
+		if v, ok := s.latest.get(s.t.Version(), key); ok {
+			return v
+		}
+	}
 	v, err := s.t.Get(key)
 	if err != nil {
 		panic(fmt.Errorf("store: get: %w", err))
+	}
+	if s.latest != nil {
+		s.latest.read(s.t.Version(), key, v)
 	}
 	return v
 }

@@ -25,6 +25,18 @@ func TestTreeValueCacheMatchesUncached(t *testing.T) {
 			key := func() []byte { return []byte{byte(rng.Intn(3)), byte(rng.Intn(12))} }
 			for step := range 3000 {
 				switch op := rng.Intn(20); {
+				case op < 3:
+					// A read of the saved version through ReadSnapshot
+					// (the mempool's), which Get may answer from later.
+					for _, n := range names {
+						if v := trees[n].Version(); v > 0 {
+							r, err := trees[n].ReadSnapshot(v)
+							if err != nil {
+								t.Fatal(err)
+							}
+							r.Get(key())
+						}
+					}
 				case op < 8:
 					k := key()
 					want := ref.Get(k)
@@ -143,5 +155,58 @@ func TestTreeValueCacheSetCopies(t *testing.T) {
 	buf[0] = 'X'
 	if got := string(tr.vals.vals["k"]); got != "abc" {
 		t.Fatalf("cached value %q: Set kept the caller's buffer", got)
+	}
+}
+
+// ReadSnapshot's reads of the last saved version, answered from the
+// latest-values cache, equal what the saved version holds: random writes,
+// deletes, rollbacks and saves, with reads of the newest version (which
+// fill the cache) and of the one before (which it must not answer).
+func TestReadSnapshotMatchesTheSavedVersion(t *testing.T) {
+	for _, seed := range []int64{1, 2, 3, 42} {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			tr := NewMemTree()
+			key := func() []byte { return []byte{byte(rng.Intn(3)), byte(rng.Intn(12))} }
+			hits := 0
+			for step := range 3000 {
+				switch op := rng.Intn(20); {
+				case op < 6:
+					k := key()
+					tr.Set(k, []byte(fmt.Sprintf("v%d", step)))
+				case op < 8:
+					tr.Delete(key())
+				case op < 9:
+					tr.Rollback()
+				case op < 11:
+					if _, _, err := tr.SaveVersion(); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					v := tr.Version() - int64(rng.Intn(2))
+					if v <= 0 {
+						continue
+					}
+					r, err := tr.ReadSnapshot(v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := tr.Snapshot(v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					k := key()
+					if _, ok := tr.latest.get(v, k); ok {
+						hits++
+					}
+					if got, w := r.Get(k), want.Get(k); !bytes.Equal(got, w) {
+						t.Fatalf("step %d: ReadSnapshot(%d).Get(%x) = %q, the saved version holds %q", step, v, k, got, w)
+					}
+				}
+			}
+			if hits == 0 {
+				t.Fatal("no read was answered from the cache")
+			}
+		})
 	}
 }
