@@ -121,6 +121,7 @@ bench:
 	$(GO) test -run '^$$' -bench BenchmarkTransferPhases -benchtime 10x -count 3 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkAuction(Close|Reveal)' -benchtime 5x -count 3 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkEndBlockClose -benchtime 1x -count 1 -timeout 30m ./chain
+	$(GO) test -run '^$$' -bench BenchmarkStateGrowth -benchtime 1x -count 1 -timeout 30m ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -count 3 ./store
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 10x -count 3 ./runtime/llm
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 4x -count 3 ./runtime/stagehost
@@ -138,6 +139,7 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench BenchmarkTransfers -benchtime 1x -count 1 ./node
 	$(GO) test -run '^$$' -bench 'BenchmarkTransferPhases$$|BenchmarkAuctionClose$$|BenchmarkAuctionReveal$$|BenchmarkAuctionCloseJobs/jobs=100$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench 'BenchmarkEndBlockClose/jobs=250$$' -benchtime 1x -count 1 ./chain
+	$(GO) test -short -run '^$$' -bench 'BenchmarkStateGrowth/jobs=500/retain=100$$' -benchtime 1x -count 1 ./chain
 	$(GO) test -run '^$$' -bench BenchmarkCacheIterateNarrow -benchtime 1x -count 1 ./store
 	$(GO) test -run '^$$' -bench BenchmarkSplitDecode -benchtime 1x -count 1 ./runtime/llm
 	$(GO) test -run '^$$' -bench 'BenchmarkSplit(Loopback|Workers)' -benchtime 1x -count 1 ./runtime/stagehost

@@ -43,6 +43,9 @@ import (
 // pushes out; the close checks and awards the leaders only, and auctions
 // no longer write order-book keys. The last tie-break is seeded by the
 // block of the job's first reveal, and reputation is read at the reveal.
+// Also 7 (issue 17, merged under the same version): a final job is pruned
+// params.market.retain_blocks after its end (market prune.go; the prune
+// queue under 0x2b).
 const AppVersion uint64 = 7
 
 // Version is the software version.
@@ -509,6 +512,9 @@ func CheckInvariants(kv store.KV) error {
 		return err
 	}
 	if err := session.Invariant(kv); err != nil {
+		return err
+	}
+	if err := market.PruneInvariant(kv); err != nil {
 		return err
 	}
 	if err := finetune.Invariant(kv); err != nil {

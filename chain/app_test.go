@@ -154,18 +154,20 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 //
-// Last changed by issue 16 (fine-tune jobs, AppVersion 5): the script
-// moves no job; what changed is the params record (key 0x00 0x01): the
-// market params' finetune section. AppVersion 6 (issue 17: auctions close
-// once every sealed bid is revealed) changes no hash here, the script
-// having no job; the scenarios' goldens (testdata/scenarios) changed.
+// Last changed by issue 17's pruning (AppVersion 7): the script moves no
+// job; what changed is the params record (key 0x00 0x01), which now carries
+// params.market.retain_blocks (with retain_blocks 0 the hashes are those of
+// AppVersion 6, checked when they were regenerated). Issue 16 (fine-tune
+// jobs, AppVersion 5) changed them the same way (the finetune section);
+// AppVersion 6 (auctions close once every sealed bid is revealed) changed
+// no hash here, only the scenarios' goldens (testdata/scenarios).
 var goldenHashes = []string{
-	"01945e75592ea3d96a65b3f051880530e89ab9286ff9802edc4d98d2fdcc8d61",
-	"de568f6a62f46e14cca2b606f1185913cf73af8bae46d807250b4d22637d6363",
-	"92223af66ed23dbc8f0780a8538833f9646f0ffc8d39ace7e2950c5c942e56bb",
-	"7dbc008e13538649a4db2fa03b84905f8a32746b9880cd615c16ee22f34cab5f",
-	"4546d95e51276de482495e847dd4384c6c489e462ad937888fe06463b758803a",
-	"521a32503bf8a032ab49da3139ac34be734010737a0a697e38d71dc3762377c0",
+	"d5707ba34ca204a4e763e2e1e56425d6958c8bc84abf77329c2a61bc11819d2e",
+	"32d8a643269b61520bbc8a5948a5ebfb6bc3a71c864a6273d645b4d99d6bee65",
+	"5b68bba6a61fb7a8d2f68e8649da1f8e778080ad8b01a8312d3bf612fd0fca6f",
+	"dbac7cc294d2a93e8329fd0b2106fce5b1659e095a4f996fad003cd15f5a4841",
+	"b96378c9b49602e592a7f04d72d224439ef84db83f1f6078b8f254c2f4e0823b",
+	"7d51c3fd4ab8614eabbbbf4fa3e5fb05e840ed70b5af488a6ae8fb8a07493e65",
 }
 
 func runScript(t testing.TB) []string {

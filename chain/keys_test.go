@@ -65,6 +65,7 @@ func TestKeyPrefixesDistinct(t *testing.T) {
 		{"next job", market.NextJobKey()},
 		{"bid", market.BidKey(7, 0, a)},
 		{"leaders", market.LeadersKey(7, 0)},
+		{"prune queue", market.PruneKey(9, 7)},
 		{"task", verifier.TaskKey(7, 0)},
 		{"reputation", verifier.ReputationKey(a)},
 		{"balance", escrow.BalanceKey(a)},

@@ -187,6 +187,9 @@ func getJob(r store.KV, s string) (*market.Job, error) {
 		return nil, err
 	}
 	j, ok := market.GetJob(r, id)
+	if !ok && market.Pruned(r, id) {
+		return nil, types.ErrNotFound.Wrapf("%s", market.PrunedError(id, getParams(r).Market.RetainBlocks))
+	}
 	if !ok {
 		return nil, types.ErrNotFound.Wrapf("job %d does not exist", id)
 	}

@@ -3,6 +3,7 @@ package chain
 import (
 	"strings"
 
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/session"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
@@ -59,6 +60,9 @@ func sessionQuery(snap *store.Snapshot, path string) (any, bool, error) {
 		return nil, true, types.ErrBadQuery.Wrapf("session id %q: want a number (/session/ID or /session/ID/dispute/N)", idPart)
 	}
 	s, ok := session.Get(snap, id)
+	if !ok && market.Pruned(snap, id) {
+		return nil, true, types.ErrNotFound.Wrapf("session %d: %s", id, session.PrunedError(id))
+	}
 	if !ok {
 		return nil, true, types.ErrNotFound.Wrapf("session %d does not exist (a session job opens its session at the auction's close; ogpu query job %d says where it is)", id, id)
 	}

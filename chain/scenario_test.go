@@ -1233,7 +1233,13 @@ func (s *scenario) expect(f []string) {
 			s.failf("reputation of %s is %d, want %d", f[1], got, want)
 		}
 	case "job":
-		s.need(f, 4, "expect job ID state STATE | expect job ID locked AMOUNT")
+		if len(f) == 3 && f[2] == "pruned" {
+			if id := s.parseUint(f[1]); !market.Pruned(kv, id) {
+				s.failf("job %d is not pruned", id)
+			}
+			return
+		}
+		s.need(f, 4, "expect job ID state STATE | expect job ID locked AMOUNT | expect job ID pruned")
 		j, ok := market.GetJob(kv, s.parseUint(f[1]))
 		if !ok {
 			s.failf("job %s does not exist", f[1])

@@ -96,3 +96,45 @@ func TestSplitReplaceQuery(t *testing.T) {
 		t.Errorf("a replacement order's work %+v, want one eligibility check at the bound", w[0])
 	}
 }
+
+// TestPrunedJobQuery runs the prune_session scenario and queries its two
+// pruned jobs and one never posted: /job/, /bids/, /escrow/ and
+// /whynobids/ answer "not found" saying the job was pruned, where its
+// history is, for a pruned id, and "does not exist" for the other; so do
+// /session/1 and its dispute, pruned with the job; a pruned job is listed
+// nowhere.
+func TestPrunedJobQuery(t *testing.T) {
+	s := runFinding(t, "prune_session")
+	for _, p := range []string{QueryJob, QueryBids, QueryEscrow, QueryWhyNoBids} {
+		for id, want := range map[string]string{"1": "job 1 ended and was pruned", "2": "job 2 ended and was pruned", "3": "job 3 does not exist"} {
+			res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: p + id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Code != types.ErrNotFound.Code || !strings.Contains(res.Log, want) {
+				t.Errorf("%s%s: code %d %q, want not found saying %q", p, id, res.Code, res.Log, want)
+			}
+			if id != "3" && !strings.Contains(res.Log, "block events and the indexer") {
+				t.Errorf("%s%s: %q does not say where the history is", p, id, res.Log)
+			}
+		}
+	}
+	for _, id := range []string{"1", "1/dispute/0"} {
+		res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: QuerySession + id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Code != types.ErrNotFound.Code || !strings.Contains(res.Log, "job 1 ended and was pruned from the state, with its session") {
+			t.Errorf("%s%s: code %d %q, want not found saying the session was pruned", QuerySession, id, res.Code, res.Log)
+		}
+	}
+	for _, p := range []string{QueryJobs, QueryJobs + "/state/completed", QueryJobs + "/state/cancelled", QueryJobs + "/client/" + s.addr("alice").Hex(), QueryJobs + "/provider/" + s.addr("pa").Hex()} {
+		res, err := s.h.app.Query(t.Context(), &abci.QueryRequest{Path: p})
+		if err != nil || res.Code != 0 {
+			t.Fatalf("%s: %v %d %s", p, err, res.GetCode(), res.GetLog())
+		}
+		if v := strings.TrimSpace(string(res.Value)); v != "[]" && v != "null" {
+			t.Errorf("%s lists %s after every job was pruned", p, v)
+		}
+	}
+}

@@ -166,7 +166,8 @@ func sessionContext(kv store.KV, env blockEnv, evs *types.Events) session.Contex
 	return session.Context{KV: kv, ChainID: chainID, Height: env.height, Events: evs, Params: p,
 		Fraud: func(provider types.Address, reason string) {
 			market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: chainID}).SessionFraud(provider, reason)
-		}}
+		},
+		Pruned: func(id uint64) bool { return market.Pruned(kv, id) }}
 }
 
 // disputeWork is a session dispute's: two secp256k1 recoveries (the

@@ -245,7 +245,19 @@ type MarketParams struct {
 	SessionLaneCapBps uint64 `json:"session_lane_cap_bps" rlp:"optional"`
 	// Finetune governs fine-tune jobs and their step-bisection games
 	// (package finetune); absent, the chain takes no fine-tune job.
-	Finetune *FinetuneParams `json:"finetune,omitempty" rlp:"optional"`
+	//
+	// The tag's "nil" keeps an absent Finetune absent when a later field
+	// (RetainBlocks) is set: RLP writes a nil pointer as an empty list.
+	Finetune *FinetuneParams `json:"finetune,omitempty" rlp:"nil,optional"`
+	// RetainBlocks: a job that reached a final state (completed, expired,
+	// cancelled) is pruned from the state this many blocks later, with its
+	// bids, tasks, votes, fine-tune games and index entries (market
+	// prune.go); its history stays in the block events and the indexer.
+	// No transaction can act on a final job, so the blocks only serve
+	// readers (agents, the console) that look at it after its end; a
+	// session job also waits for its session's dispute window. 0 keeps
+	// every job forever (the rule before app version 7).
+	RetainBlocks uint64 `json:"retain_blocks" rlp:"optional"`
 }
 
 // FinetuneParams govern fine-tune jobs (market/finetune.go) and the
@@ -309,6 +321,10 @@ func (p FinetuneParams) Validate() error {
 // most half of a lane's budget.
 const MaxSessionReservationBps = 50
 
+// MaxRetainBlocks bounds params.market.retain_blocks (a final job's height
+// plus it cannot overflow). A chain that keeps every job sets 0.
+const MaxRetainBlocks = 1_000_000_000
+
 // DefaultStakingParams: three weeks of one-second blocks would be a real
 // network's unbonding period; the default is sized to the job bound.
 func DefaultStakingParams() StakingParams {
@@ -357,6 +373,10 @@ func DefaultMarketParams() MarketParams {
 		// docs/economics.md limit 2).
 		SessionLaneCapBps: 5_000,
 		Finetune:          ptr(DefaultFinetuneParams()),
+		// Five dispute windows: an agent or the console that was down a
+		// few minutes still finds a job it watched (docs/design-notes.md
+		// "Pruning settled jobs").
+		RetainBlocks: 500,
 	}
 }
 
@@ -445,6 +465,8 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.session_reservation_bps = %d: want 0..%d (at most half a lane's budget at the longest session)", p.SessionReservationBps, MaxSessionReservationBps)
 	case p.SessionLaneCapBps > 1_000_000:
 		return fmt.Errorf("params.market.session_lane_cap_bps = %d: want 0 (no cap) .. 1000000 (100 × the stake)", p.SessionLaneCapBps)
+	case p.RetainBlocks != 0 && (p.RetainBlocks < p.DisputeBlocks || p.RetainBlocks > MaxRetainBlocks):
+		return fmt.Errorf("params.market.retain_blocks = %d: want 0 (never prune) or dispute_blocks (%d) .. %d", p.RetainBlocks, p.DisputeBlocks, uint64(MaxRetainBlocks))
 	}
 	if p.Finetune != nil {
 		return p.Finetune.Validate()

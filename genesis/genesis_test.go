@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/rlp"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/types"
@@ -96,6 +97,10 @@ func TestValidateRejects(t *testing.T) {
 		{"redundancy below 2", func(d *Doc) { d.Params.Market.MaxRedundancy = 1 }, "max_redundancy"},
 		{"empty gen tx", func(d *Doc) { d.GenTxs = append(d.GenTxs, nil) }, "gen_txs[0]"},
 		{"duplicate validator key", func(d *Doc) { d.Validators[1].PubKey = pubKey(1) }, "validators[1]"},
+		// A job pruned before a dispute window could have passed: retain
+		// at least dispute_blocks, or 0 (never prune).
+		{"retain shorter than a dispute", func(d *Doc) { d.Params.Market.RetainBlocks = d.Params.Market.DisputeBlocks - 1 }, "params.market.retain_blocks"},
+		{"retain past its bound", func(d *Doc) { d.Params.Market.RetainBlocks = MaxRetainBlocks + 1 }, "params.market.retain_blocks"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -390,5 +395,40 @@ func TestL3DefaultEvidenceAge(t *testing.T) {
 		if err := p.CheckEvidenceAge(age); err == nil {
 			t.Errorf("evidence age %d against unbonding %d accepted", age, p.UnbondingBlocks)
 		}
+	}
+}
+
+// TestRetainBlocksRLP: the params record (stored in the state, under the
+// app hash) round-trips retain_blocks, and a chain without fine-tune params
+// keeps them absent when retain_blocks is set (RLP writes the nil pointer
+// before it as an empty list: the "nil" tag reads it back as nil, not as
+// zero fine-tune params). retain_blocks 0 and 1 also round-trip.
+func TestRetainBlocksRLP(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		finetune bool
+		retain   uint64
+	}{{"default", true, 500}, {"no finetune", false, 500}, {"off", true, 0}, {"off, no finetune", false, 0}, {"one", false, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := DefaultParams()
+			p.Market.RetainBlocks = c.retain
+			if !c.finetune {
+				p.Market.Finetune = nil
+			}
+			bz, err := rlp.EncodeToBytes(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Params
+			if err := rlp.DecodeBytes(bz, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Market.RetainBlocks != c.retain || (got.Market.Finetune != nil) != c.finetune {
+				t.Fatalf("decoded retain_blocks %d, finetune %+v; want %d, present %v", got.Market.RetainBlocks, got.Market.Finetune, c.retain, c.finetune)
+			}
+			if !reflect.DeepEqual(got, p) {
+				t.Fatalf("round trip changed the params:\n%+v\n%+v", got, p)
+			}
+		})
 	}
 }

@@ -522,3 +522,13 @@ type EventSplitStageReplaced struct {
 }
 
 func (EventSplitStageReplaced) EventType() string { return "split_stage_replaced" }
+
+// EventJobPruned: a final job's records left the state (prune.go), at
+// Height, retain_blocks after its end. Its history is in the events before.
+type EventJobPruned struct {
+	Job    uint64 `event:"job,index"`
+	State  string `event:"state"`
+	Height uint64 `event:"height"`
+}
+
+func (EventJobPruned) EventType() string { return "job_pruned" }

@@ -103,6 +103,9 @@ func GetJob(r store.Reader, id uint64) (*Job, bool) {
 
 func (k *Keeper) job(id uint64) (*Job, error) {
 	j, ok := GetJob(k.kv, id)
+	if !ok && Pruned(k.kv, id) {
+		return nil, types.ErrUnknownJob.Wrapf("%s", PrunedError(id, k.p.RetainBlocks))
+	}
 	if !ok {
 		return nil, types.ErrUnknownJob.Wrapf("job %d does not exist", id)
 	}
@@ -115,6 +118,7 @@ func (k *Keeper) setState(j *Job, s JobState) {
 	k.kv.Delete(byStateKey(j.State, j.ID))
 	j.State = s
 	k.kv.Set(byStateKey(s, j.ID), present)
+	k.queuePrune(j)
 }
 
 // GetBid reads a bid from r.

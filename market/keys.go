@@ -43,6 +43,7 @@ const (
 	prefixFinetuneClaim byte = 0x29
 	// 0x2a | job(8) | stage(2) -> rlp(Leaders): an auction stage's best revealed bids (RevealBid)
 	prefixLeaders byte = 0x2a
+	// 0x2b | height(8) | job(8) -> {}: the prune queue (prune.go, prefixPrune)
 )
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

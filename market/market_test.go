@@ -181,6 +181,9 @@ func (n *testNet) checkInvariants() {
 	if err := StageInvariant(n.tree); err != nil {
 		n.tb.Fatalf("after height %d: %v", n.height, err)
 	}
+	if err := PruneInvariant(n.tree); err != nil {
+		n.tb.Fatalf("after height %d: %v", n.height, err)
+	}
 }
 
 // vote has each of vals seal a vote for result on a voting task and then

@@ -838,6 +838,7 @@ func (k *Keeper) EndBlock() {
 		}
 	}
 	k.gamesEndBlock()
+	k.PruneEndBlock()
 }
 
 // ---- invariants ----

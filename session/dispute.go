@@ -435,7 +435,7 @@ func (k *Keeper) Dispute(from types.Address, m *MsgDisputeSession) (*Dispute, er
 	// Cheap checks first; the recoveries last.
 	s, ok := Get(k.ctx.KV, m.Session)
 	if !ok {
-		return nil, types.ErrNotFound.Wrapf("no session %d", m.Session)
+		return nil, k.noSession(m.Session)
 	}
 	if last := s.Expiry + s.Grace + mp.DisputeBlocks; k.ctx.Height > last {
 		return nil, types.ErrWrongPhase.Wrapf("session %d took disputes until height %d (expiry %d + grace %d + %d dispute blocks); now %d", s.ID, last, s.Expiry, s.Grace, mp.DisputeBlocks, k.ctx.Height)
@@ -589,6 +589,9 @@ func (k *Keeper) voters(parties []types.Address) []Voter {
 // openDispute returns a dispute still voting.
 func (k *Keeper) openDispute(session, index uint64) (*Dispute, error) {
 	d, ok := GetDispute(k.ctx.KV, session, index)
+	if !ok && k.ctx.Pruned != nil && k.ctx.Pruned(session) {
+		return nil, k.noSession(session)
+	}
 	if !ok {
 		return nil, types.ErrNotFound.Wrapf("session %d has no dispute %d", session, index)
 	}

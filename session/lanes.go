@@ -147,6 +147,11 @@ type Context struct {
 	// a job fraud (package market owns provider records and imports this
 	// one, so it is handed in).
 	Fraud func(provider types.Address, reason string)
+	// Pruned, if set, reports whether job id (the session's id) ended and
+	// was pruned from the state with its session (package market, prune
+	// PruneSession): a message naming it is told so rather than "no
+	// session".
+	Pruned func(id uint64) bool
 }
 
 // Keeper runs the lane rules. Its methods either succeed completely or
@@ -226,7 +231,7 @@ func (k *Keeper) Redeem(v *Voucher, sig []byte) (*uint256.Int, error) {
 	}
 	s, ok := Get(k.ctx.KV, v.Session)
 	if !ok {
-		return nil, types.ErrNotFound.Wrapf("no session %d", v.Session)
+		return nil, k.noSession(v.Session)
 	}
 	if s.Settled || k.ctx.Height >= s.Due() {
 		return nil, types.ErrWrongPhase.Wrapf("session %d took redemptions until height %d (now %d): it is settled", s.ID, s.Due()-1, k.ctx.Height)
@@ -272,7 +277,7 @@ func (k *Keeper) Redeem(v *Voucher, sig []byte) (*uint256.Int, error) {
 func (k *Keeper) Close(from types.Address, id uint64) error {
 	s, ok := Get(k.ctx.KV, id)
 	if !ok {
-		return types.ErrNotFound.Wrapf("no session %d", id)
+		return k.noSession(id)
 	}
 	if from != s.Client {
 		return types.ErrUnauthorized.Wrapf("only session %d's client %s may close it", id, s.Client)
@@ -413,4 +418,41 @@ func disputeInvariant(r store.KV, s *Session) error {
 			s.ID, s.NextDispute, s.OpenDisputes, s.bonds().Dec(), n, open, bonds.Dec())
 	}
 	return nil
+}
+
+// noSession is the error about a session not in the state.
+func (k *Keeper) noSession(id uint64) error {
+	if k.ctx.Pruned != nil && k.ctx.Pruned(id) {
+		return types.ErrNotFound.Wrapf("session %d: %s", id, PrunedError(id))
+	}
+	return types.ErrNotFound.Wrapf("no session %d", id)
+}
+
+// PrunedError says that job id, and its session if it had one, were pruned.
+func PrunedError(id uint64) string {
+	return fmt.Sprintf("job %d ended and was pruned from the state, with its session if it was a session job (params.market.retain_blocks after its end, and after its session's last dispute): its history is in the block events and the indexer", id)
+}
+
+// PruneSession deletes session id and its disputes, accusations,
+// convictions and dispute votes, if it is settled and no dispute is open
+// (the market prunes a session job only once its dispute window is over:
+// market prune.go); it reports whether it did. Keys are fixed-width, so
+// session 1's prefixes are no prefix of session 10's or 256's.
+func PruneSession(kv store.KV, id uint64) bool {
+	s, ok := Get(kv, id)
+	if !ok || !s.Settled || s.OpenDisputes != 0 {
+		return false
+	}
+	var keys [][]byte
+	for _, p := range []byte{prefixDispute, prefixAccused, prefixConvicted, prefixSealed, prefixOpened} {
+		store.IteratePrefix(kv, append([]byte{p}, be64(id)...), func(key, _ []byte) bool {
+			keys = append(keys, append([]byte(nil), key...))
+			return false
+		})
+	}
+	keys = append(keys, sessionKey(id))
+	for _, key := range keys {
+		kv.Delete(key)
+	}
+	return true
 }
