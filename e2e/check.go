@@ -335,9 +335,20 @@ func (n *Net) procs() []*Proc {
 	return ps
 }
 
-// JobTally is how the posted jobs ended.
-type JobTally struct {
+// JobCounts is how a set of posted jobs ended.
+type JobCounts struct {
 	Posted, Settled, Refunded, Disputed, Open int
+}
+
+func (c *JobCounts) String() string {
+	return fmt.Sprintf("posted %d: settled %d, refunded %d, disputed %d, open %d", c.Posted, c.Settled, c.Refunded, c.Disputed, c.Open)
+}
+
+// JobTally is how the posted jobs ended, in all and by kind (inference,
+// pipeline).
+type JobTally struct {
+	JobCounts
+	ByKind map[string]*JobCounts
 	// Stuck lists the jobs still open, with their phase.
 	Stuck []string
 }
@@ -350,25 +361,34 @@ func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 	if err := n.scan.to(ctx); err != nil {
 		return JobTally{}, err
 	}
-	var t JobTally
+	t := JobTally{ByKind: map[string]*JobCounts{}}
 	ids := append([]uint64(nil), n.scan.order...)
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	for _, id := range ids {
-		t.Posted++
 		j, err := n.Clients[0].Job(ctx, id)
 		if err != nil {
 			return t, fmt.Errorf("job %d: %w", id, err)
 		}
-		switch {
-		case j.State.Open():
-			t.Open++
-			t.Stuck = append(t.Stuck, fmt.Sprintf("job %d %s: %s", id, j.StateName, j.Phase))
-		case n.scan.disputed[id]:
-			t.Disputed++
-		case j.State == market.JobCompleted && j.Paid != nil && !j.Paid.IsZero():
-			t.Settled++
-		default:
-			t.Refunded++
+		k := t.ByKind[j.Kind]
+		if k == nil {
+			k = &JobCounts{}
+			t.ByKind[j.Kind] = k
+		}
+		for _, c := range []*JobCounts{&t.JobCounts, k} {
+			c.Posted++
+			switch {
+			case j.State.Open():
+				c.Open++
+			case n.scan.disputed[id]:
+				c.Disputed++
+			case j.State == market.JobCompleted && j.Paid != nil && !j.Paid.IsZero():
+				c.Settled++
+			default:
+				c.Refunded++
+			}
+		}
+		if j.State.Open() {
+			t.Stuck = append(t.Stuck, fmt.Sprintf("%s job %d %s: %s", j.Kind, id, j.StateName, j.Phase))
 		}
 	}
 	return t, nil

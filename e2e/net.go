@@ -64,6 +64,8 @@ type Net struct {
 	RPC     []string // host:port of each validator's RPC
 	Clients []*node.Client
 	Provs   []*Provider
+	// Pipeline is the encrypted pipeline jobs' model and inputs.
+	Pipeline PipelineFiles
 
 	ogpudBin, ogpuBin string
 	password          string // file with the keys' password
@@ -81,6 +83,14 @@ type Net struct {
 	scan   *scanner
 	hashes *hashChecker
 	checks int
+}
+
+// PipelineFiles are what `ogpu job run --kind pipeline` takes: the
+// example classifier (`ogpu model train-example`, 3 CKKS stages) and test
+// examples, one JSON array of 8 features a file.
+type PipelineFiles struct {
+	Model  string
+	Inputs []string
 }
 
 // span is a range of heights.
@@ -184,6 +194,8 @@ func Start(t testing.TB, model string, o Options) *Net {
 		accounts = append(accounts, "--account", addr.Hex()+"=10000ogpu")
 	}
 
+	n.Pipeline = n.pipelineFiles(5)
+
 	out := filepath.Join(n.Dir, "testnet")
 	base := freeBase(t, Validators)
 	run(t, ogpudBin, append([]string{"testnet", "--validators", fmt.Sprint(Validators), "--output", out, "--starting-port", fmt.Sprint(base),
@@ -255,7 +267,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 		}
 		p.Proc = &Proc{Name: p.Name, Bin: ogpudBin, Log: filepath.Join(p.Home, "provider.log"), Args: []string{"provider", "run", "--home", p.Home,
 			"--node", "tcp://" + n.RPC[p.RPCNode], "--wallet", n.wallet, "--from", p.Name, "--password-file", n.password,
-			"--model", model, "--bond", "200ogpu", "--threads", "1", "--pipeline=false", "--finetune=false",
+			"--model", model, "--bond", "200ogpu", "--threads", "1", "--pipeline=true", "--finetune=false",
 			"--listen", "/ip4/127.0.0.1/tcp/0", "--metrics.laddr", "off", "--log-level", "info"}}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
@@ -270,6 +282,36 @@ func Start(t testing.TB, model string, o Options) *Net {
 		p.PeerID = pv.PeerID
 	}
 	return n
+}
+
+// pipelineFiles trains the example classifier and writes the first k test
+// examples as inputs.
+func (n *Net) pipelineFiles(k int) PipelineFiles {
+	n.T.Helper()
+	dir := filepath.Join(n.Dir, "pipeline")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.T.Fatal(err)
+	}
+	pf := PipelineFiles{Model: filepath.Join(dir, "model.json")}
+	testSet := filepath.Join(dir, "test.json")
+	run(n.T, n.ogpuBin, "model", "train-example", "--out", pf.Model, "--test-out", testSet, "-o", "json")
+	b, err := os.ReadFile(testSet)
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	var ts struct{ X [][]float64 }
+	if err := json.Unmarshal(b, &ts); err != nil || len(ts.X) < k {
+		n.T.Fatalf("%s: %d test examples (%v), want %d", testSet, len(ts.X), err, k)
+	}
+	for i := 0; i < k; i++ {
+		x, _ := json.Marshal(ts.X[i])
+		f := filepath.Join(dir, fmt.Sprintf("x%d.json", i))
+		if err := os.WriteFile(f, x, 0o644); err != nil {
+			n.T.Fatal(err)
+		}
+		pf.Inputs = append(pf.Inputs, f)
+	}
+	return pf
 }
 
 // newKey creates key name in the ogpu wallet at home and returns its

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
 )
 
@@ -31,11 +32,13 @@ func requireModel(t *testing.T) string {
 }
 
 // TestPerturbationShort applies each perturbation once while clients post
-// LLM jobs, and checks the invariants after each and at the end: headers
+// LLM and encrypted pipeline jobs, and checks the invariants after each and at the end: headers
 // (app hashes) agree at every height on every node, the supply adds up to
 // the cap, no honest provider or validator is slashed, perturbed nodes
 // catch up, spam at the minimum fee is all committed, and every job posted
-// ends (settled, refunded, or disputed and decided).
+// ends (settled, refunded, or disputed and decided); at least one job of
+// each kind settles and every pipeline job's decrypted prediction is the
+// plaintext model's.
 func TestPerturbationShort(t *testing.T) {
 	model := requireModel(t)
 	begin := time.Now()
@@ -64,8 +67,8 @@ func TestPerturbationShort(t *testing.T) {
 	tally := n.WaitJobsEnded(3 * time.Minute)
 	n.Check("the end")
 	t.Logf("%.0fs: %s", time.Since(begin).Seconds(), n.Summary(load, tally))
-	if tally.Posted == 0 || tally.Settled == 0 {
-		t.Fatalf("the load did no work: %+v", tally)
+	if llm, pl := tally.ByKind[market.KindInference], tally.ByKind[market.KindPipeline]; llm == nil || llm.Settled == 0 || pl == nil || pl.Settled == 0 {
+		t.Fatalf("the load did no work: LLM jobs %v, pipeline jobs %v", llm, pl)
 	}
 	for _, r := range load.Results() {
 		if r.Err != "" {
@@ -116,8 +119,8 @@ func TestSoak(t *testing.T) {
 	n.Check("the end")
 	summary := n.Summary(load, tally)
 	fmt.Printf("soak %s (OGPU_SOAK=%s):\n%s\n", time.Since(begin).Round(time.Second), d, summary)
-	if tally.Posted == 0 || tally.Settled == 0 {
-		t.Fatalf("the load did no work: %+v", tally)
+	if llm, pl := tally.ByKind[market.KindInference], tally.ByKind[market.KindPipeline]; llm == nil || llm.Settled == 0 || pl == nil || pl.Settled == 0 {
+		t.Fatalf("the load did no work: LLM jobs %v, pipeline jobs %v", llm, pl)
 	}
 	for _, r := range load.Results() {
 		if r.Err != "" {
@@ -135,10 +138,22 @@ func (n *Net) Summary(load *Load, t JobTally) string {
 			failed++
 		}
 	}
-	fmt.Fprintf(&b, "jobs posted %d: settled %d, refunded %d, disputed %d, open %d (client runs %d, failed %d)\n",
-		t.Posted, t.Settled, t.Refunded, t.Disputed, t.Open, len(load.Results()), failed)
+	runs := map[string]int{}
+	for _, r := range load.Results() {
+		runs[r.Kind]++
+	}
+	fmt.Fprintf(&b, "jobs %s (client runs %d: %d LLM, %d pipeline; failed %d)\n",
+		&t.JobCounts, len(load.Results()), runs[market.KindInference], runs[market.KindPipeline], failed)
+	kinds := make([]string, 0, len(t.ByKind))
+	for k := range t.ByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %s jobs %s\n", k, t.ByKind[k])
+	}
 	applied := n.Applied()
-	kinds := make([]string, 0, len(applied))
+	kinds = kinds[:0]
 	total := 0
 	for k, v := range applied {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
