@@ -30,6 +30,8 @@ type Load struct {
 	mu      sync.Mutex
 	started int
 	results []LoadResult
+	// unposted counts the runs retried (see jobRun).
+	unposted int
 }
 
 // LoadResult is one `ogpu job run`: its result, or why it failed.
@@ -108,21 +110,55 @@ func (l *Load) client(i int) {
 var windows = []string{"--redundancy", "2", "--max-price", "5ogpu", "--bid-blocks", "4", "--reveal-blocks", "3",
 	"--execute-blocks", "40", "--verify-blocks", "20", "--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "4m", "-o", "json"}
 
-// jobRun runs `ogpu job run` for client i with args and returns its stdout.
+// jobRun runs `ogpu job run` for client i with args and returns its
+// stdout. Client i posts through node i%2 (node i%2+2 while that one is
+// being perturbed, as a user whose node is down uses another), which is
+// killed, paused and cut off in turn like every validator: a run must ride
+// out its node's perturbation once its job is posted. A run that could not
+// post its job because its node went down under it is retried (for up to
+// 2 minutes) and counted in Unposted, not as a failure.
 func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
 	n := l.n
-	args = append([]string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[i%2],
-		"job", "run", "--from", clientName(i)}, append(args, windows...)...)
-	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, n.ogpuBin, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, lastLine(stderr.String()))
+	until := time.Now().Add(2 * time.Minute)
+	for {
+		v := n.clientNode(i)
+		full := append([]string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[v],
+			"job", "run", "--from", clientName(i)}, append(args, windows...)...)
+		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		cmd := exec.CommandContext(ctx, n.ogpuBin, full...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		if err == nil {
+			return out, nil
+		}
+		errText := stderr.String()
+		if unposted(errText) && l.ctx.Err() == nil && time.Now().Before(until) {
+			l.mu.Lock()
+			l.unposted++
+			l.mu.Unlock()
+			n.T.Logf("load: %s posted nothing through node%d (%s): retrying", clientName(i), v, lastLine(errText))
+			time.Sleep(time.Second)
+			continue
+		}
+		return nil, fmt.Errorf("%v: %s", err, lastLine(errText))
 	}
-	return out, nil
+}
+
+// unposted says whether a failed run's stderr shows that it posted no job
+// because its node did not answer.
+func unposted(stderr string) bool {
+	return !strings.Contains(stderr, "posted job") && !strings.Contains(stderr, "posted pipeline job") &&
+		!strings.Contains(stderr, "posted pool job") && strings.Contains(stderr, "cannot reach node")
+}
+
+// Unposted counts the runs retried because their node went down before
+// they posted their job.
+func (l *Load) Unposted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unposted
 }
 
 // llmJob generates 16 tokens of a prompt, the whole model on each of 2

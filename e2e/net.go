@@ -50,10 +50,10 @@ func (o *Options) defaults() {
 
 // Net is a running testnet: validators node0..node3 (`ogpud start`),
 // whose P2P links all go through Proxy, and provider processes. node0
-// and node1 serve the providers and the clients and are never perturbed
-// (a provider whose only node is cut off misses its deadlines and is
-// rightly slashed: that is its operator's risk, not a protocol fault);
-// node2 and node3 are the ones killed, paused and partitioned.
+// and node1 serve the providers and the clients; every validator, these
+// two included, is killed, paused and partitioned in turn (one at a
+// time: the other three make blocks). The harness reads the chain from
+// Ref, a validator not being perturbed.
 type Net struct {
 	T       testing.TB
 	Dir     string
@@ -74,6 +74,8 @@ type Net struct {
 
 	mu      sync.Mutex
 	applied map[string]int // perturbations applied, by kind
+	// appliedOn counts the perturbations of each validator.
+	appliedOn map[int]int
 	// perturbed are the providers the harness killed or paused: only
 	// they may be penalised for a no-show.
 	perturbed map[types.Address]bool
@@ -83,6 +85,11 @@ type Net struct {
 	scan   *scanner
 	hashes *hashChecker
 	checks int
+	// perturbing is the validator being perturbed now (-1: none).
+	perturbing int
+	// KeepGoing makes Check report violations and go on (the soak).
+	KeepGoing bool
+	reported  map[string]bool // the violations reported with KeepGoing
 }
 
 // PipelineFiles are what `ogpu job run --kind pipeline` takes: the
@@ -167,7 +174,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	o.defaults()
 	ogpudBin, ogpuBin := binaries(t)
 	n := &Net{T: t, Dir: t.TempDir(), ChainID: "ogpu-e2e", Model: model, Proxy: NewProxy(), ogpudBin: ogpudBin, ogpuBin: ogpuBin,
-		applied: map[string]int{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}}
+		applied: map[string]int{}, appliedOn: map[int]int{}, reported: map[string]bool{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}, perturbing: -1}
 	t.Cleanup(n.Proxy.Close)
 	n.password = filepath.Join(n.Dir, "password")
 	if err := os.WriteFile(n.password, []byte("perturbation suite\n"), 0o600); err != nil {
@@ -258,7 +265,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	for i := range n.Vals {
 		n.waitHeight(i, 3, 2*time.Minute)
 	}
-	n.scan = newScanner(n.Clients[0])
+	n.scan = newScanner()
 	n.hashes = newHashChecker(n.Clients)
 
 	for _, p := range n.Provs {
@@ -275,7 +282,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	}
 	n.waitProviders(len(n.Provs), 3*time.Minute)
 	for _, p := range n.Provs {
-		pv, err := n.Clients[0].Provider(context.Background(), p.Addr)
+		pv, err := n.Clients[n.Ref()].Provider(context.Background(), p.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,12 +370,32 @@ func (n *Net) dumpOnFailure() {
 	}
 }
 
-// applied records a perturbation.
+// record records a perturbation.
 func (n *Net) record(kind string) {
 	n.mu.Lock()
 	n.applied[kind]++
 	n.mu.Unlock()
 	n.T.Logf("perturbation: %s", kind)
+}
+
+// recordOn records a perturbation of validator i.
+func (n *Net) recordOn(kind string, i int) {
+	n.mu.Lock()
+	n.applied[kind]++
+	n.appliedOn[i]++
+	n.mu.Unlock()
+	n.T.Logf("perturbation: %s node%d", kind, i)
+}
+
+// AppliedOn counts the perturbations of each validator.
+func (n *Net) AppliedOn() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]int, len(n.Vals))
+	for i, k := range n.appliedOn {
+		out[i] = k
+	}
+	return out
 }
 
 // Applied returns the perturbations applied, by kind.
@@ -380,6 +407,42 @@ func (n *Net) Applied() map[string]int {
 		m[k] = v
 	}
 	return m
+}
+
+// Ref is the validator the harness reads the chain from: node0, or node1
+// while node0 is being perturbed.
+func (n *Net) Ref() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.perturbing == 0 {
+		return 1
+	}
+	return 0
+}
+
+// clientNode is the validator client i posts a job through: node i%2, or
+// node i%2+2 while that one is being perturbed.
+func (n *Net) clientNode(i int) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := i % 2
+	if n.perturbing == v {
+		v += 2
+	}
+	return v
+}
+
+// perturb marks validator i as being perturbed until the returned func
+// runs.
+func (n *Net) perturb(i int) func() {
+	n.mu.Lock()
+	n.perturbing = i
+	n.mu.Unlock()
+	return func() {
+		n.mu.Lock()
+		n.perturbing = -1
+		n.mu.Unlock()
+	}
 }
 
 // Height is node i's committed height (0 if it does not answer).
@@ -452,7 +515,7 @@ func (n *Net) waitProviders(want int, within time.Duration) {
 	n.T.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		pvs, err := n.Clients[0].Providers(context.Background())
+		pvs, err := n.Clients[n.Ref()].Providers(context.Background())
 		ready := 0
 		for _, p := range pvs {
 			if p.Bonded != nil && !p.Bonded.IsZero() {
