@@ -356,9 +356,14 @@ func (n *Net) stopAll() {
 }
 
 // dumpOnFailure logs the tails of every process's log if the test failed.
+// With OGPU_E2E_LOGS=DIR every process's whole log is copied to DIR
+// (the test's temporary directory is removed when it ends).
 func (n *Net) dumpOnFailure() {
 	if !n.T.Failed() {
 		return
+	}
+	if dir := os.Getenv(LogsEnv); dir != "" {
+		n.keepLogs(dir)
 	}
 	for _, p := range n.Vals {
 		n.T.Logf("--- %s (%s), last lines:\n%s", p.Name, p.Log, p.Tail(4000))
@@ -368,6 +373,27 @@ func (n *Net) dumpOnFailure() {
 			n.T.Logf("--- %s (%s), last lines:\n%s", p.Name, p.Log, p.Tail(4000))
 		}
 	}
+}
+
+// LogsEnv names the directory a failed run's process logs are copied to.
+const LogsEnv = "OGPU_E2E_LOGS"
+
+// keepLogs copies every process's log to dir as NAME.log.
+func (n *Net) keepLogs(dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.T.Logf("%s=%s: %v", LogsEnv, dir, err)
+		return
+	}
+	for _, p := range n.procs() {
+		b, err := os.ReadFile(p.Log)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, p.Name+".log"), b, 0o644)
+		}
+		if err != nil {
+			n.T.Logf("cannot keep %s's log: %v", p.Name, err)
+		}
+	}
+	n.T.Logf("process logs copied to %s", dir)
 }
 
 // record records a perturbation.

@@ -100,7 +100,8 @@ func TestPerturbationShort(t *testing.T) {
 
 // TestSoak cycles the perturbations for OGPU_SOAK (e.g. 30m; make soak)
 // under a continuous job load and prints the summary. Skipped without
-// OGPU_SOAK.
+// OGPU_SOAK. A violation fails it but the soak goes on (Net.KeepGoing);
+// OGPU_E2E_LOGS=DIR keeps the process logs of a failed run.
 func TestSoak(t *testing.T) {
 	d := os.Getenv("OGPU_SOAK")
 	if d == "" {
