@@ -333,8 +333,15 @@ func (n *Net) slashFindings() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ours := map[types.Address]string{}
+	nodeOf := map[types.Address]int{}
 	for _, p := range n.Provs {
 		ours[p.Addr] = p.Name
+		nodeOf[p.Addr] = p.RPCNode
+	}
+	// itsNode says when the provider's node was perturbed (for the reader).
+	itsNode := func(a types.Address) string {
+		i := nodeOf[a]
+		return fmt.Sprintf("; its node node%d perturbed at heights %v", i, n.valDown[i])
 	}
 	var out []string
 	for _, s := range n.scan.slashes {
@@ -345,7 +352,7 @@ func (n *Net) slashFindings() []string {
 		case s.Reason != "no-show":
 			out = append(out, fmt.Sprintf("height %d: honest provider %s slashed %s for %q on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Reason, s.Job))
 		case !n.perturbed[s.Account]:
-			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Job))
+			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d stage %d%s", s.Height, name, types.FormatAmount(s.Amount), s.Job, s.Stage, itsNode(s.Account)))
 		default:
 			// Killed and restarted: a no-show only if it came back too
 			// late for the deadline it missed (the restarted agent
@@ -360,7 +367,7 @@ func (n *Net) slashFindings() []string {
 				}
 			}
 			if !excused {
-				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v)", s.Height, name, s.Job, s.Stage, n.down[s.Account]))
+				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v%s)", s.Height, name, s.Job, s.Stage, n.down[s.Account], itsNode(s.Account)))
 			}
 		}
 	}

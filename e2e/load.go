@@ -115,8 +115,9 @@ var windows = []string{"--redundancy", "2", "--max-price", "5ogpu", "--bid-block
 // being perturbed, as a user whose node is down uses another), which is
 // killed, paused and cut off in turn like every validator: a run must ride
 // out its node's perturbation once its job is posted. A run that could not
-// post its job because its node went down under it is retried (for up to
-// 2 minutes) and counted in Unposted, not as a failure.
+// post its job because its node went down under it (or was still catching
+// up) is retried (for up to 2 minutes) and counted in Unposted, not as a
+// failure.
 func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
 	n := l.n
 	until := time.Now().Add(2 * time.Minute)
@@ -147,10 +148,12 @@ func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
 }
 
 // unposted says whether a failed run's stderr shows that it posted no job
-// because its node did not answer.
+// because its node did not answer, or refused the transaction while
+// catching up after its restart (CometBFT: "endpoint is closed while node
+// is catching up").
 func unposted(stderr string) bool {
-	return !strings.Contains(stderr, "posted job") && !strings.Contains(stderr, "posted pipeline job") &&
-		!strings.Contains(stderr, "posted pool job") && strings.Contains(stderr, "cannot reach node")
+	posted := strings.Contains(stderr, "posted job") || strings.Contains(stderr, "posted pipeline job") || strings.Contains(stderr, "posted pool job")
+	return !posted && (strings.Contains(stderr, "cannot reach node") || strings.Contains(stderr, "while node is catching up"))
 }
 
 // Unposted counts the runs retried because their node went down before

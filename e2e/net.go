@@ -87,6 +87,10 @@ type Net struct {
 	checks int
 	// perturbing is the validator being perturbed now (-1: none).
 	perturbing int
+	// valDown are the heights each validator was perturbed at, from the
+	// start of its perturbation to its return (for the findings: a
+	// provider's or a client's node being down explains what it missed).
+	valDown map[int][]span
 	// KeepGoing makes Check report violations and go on (the soak).
 	KeepGoing bool
 	reported  map[string]bool // the violations reported with KeepGoing
@@ -174,7 +178,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	o.defaults()
 	ogpudBin, ogpuBin := binaries(t)
 	n := &Net{T: t, Dir: t.TempDir(), ChainID: "ogpu-e2e", Model: model, Proxy: NewProxy(), ogpudBin: ogpudBin, ogpuBin: ogpuBin,
-		applied: map[string]int{}, appliedOn: map[int]int{}, reported: map[string]bool{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}, perturbing: -1}
+		applied: map[string]int{}, appliedOn: map[int]int{}, reported: map[string]bool{}, valDown: map[int][]span{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}, perturbing: -1}
 	t.Cleanup(n.Proxy.Close)
 	n.password = filepath.Join(n.Dir, "password")
 	if err := os.WriteFile(n.password, []byte("perturbation suite\n"), 0o600); err != nil {
@@ -461,12 +465,15 @@ func (n *Net) clientNode(i int) int {
 // perturb marks validator i as being perturbed until the returned func
 // runs.
 func (n *Net) perturb(i int) func() {
+	from := n.Height(n.others(i)[0])
 	n.mu.Lock()
 	n.perturbing = i
 	n.mu.Unlock()
 	return func() {
+		to := n.Height(n.others(i)[0])
 		n.mu.Lock()
 		n.perturbing = -1
+		n.valDown[i] = append(n.valDown[i], span{from, to})
 		n.mu.Unlock()
 	}
 }
