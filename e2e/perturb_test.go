@@ -31,14 +31,15 @@ func requireModel(t *testing.T) string {
 	return model
 }
 
-// TestPerturbationShort applies each perturbation once while clients post
-// LLM and encrypted pipeline jobs, and checks the invariants after each and at the end: headers
-// (app hashes) agree at every height on every node, the supply adds up to
-// the cap, no honest provider or validator is slashed, perturbed nodes
-// catch up, spam at the minimum fee is all committed, and every job posted
-// ends (settled, refunded, or disputed and decided); at least one job of
-// each kind settles and every pipeline job's decrypted prediction is the
-// plaintext model's.
+// TestPerturbationShort applies each perturbation once, every validator
+// perturbed, while clients post LLM and encrypted pipeline jobs, and
+// checks the invariants after each and at the end: headers (app hashes)
+// agree at every height on every node, the supply adds up to the cap, no
+// honest provider or validator is slashed, perturbed nodes catch up, spam
+// at the minimum fee is all committed, and every job posted ends (settled,
+// refunded, or disputed and decided); at least one job of each kind
+// settles and every verified pipeline result decrypts to the plaintext
+// model's class.
 func TestPerturbationShort(t *testing.T) {
 	model := requireModel(t)
 	begin := time.Now()
@@ -57,9 +58,9 @@ func TestPerturbationShort(t *testing.T) {
 		// whose node is down at the moment it restarts never resumes
 		// its awarded task (Provider.resume lists its jobs once, and
 		// gives up on an error) and is slashed as a no-show although it
-		// is back well inside the commit window. Found by this suite;
-		// the fix is in node/agent (docs/benchmarks.md "What the suite
-		// found").
+		// is back well inside the commit window. Found by this suite,
+		// to be fixed in node/agent (docs/benchmarks.md "What the suite
+		// found", 3).
 		n.Advance(5, time.Minute, 0, 1, 2, 3)
 	} else {
 		t.Fatal("no job reached a provider within 2 minutes: nothing to kill mid-job")
@@ -69,7 +70,7 @@ func TestPerturbationShort(t *testing.T) {
 	// whose node is down refuses its verified output to the job's client
 	// (its access check cannot read the job), and `ogpu job run` gives up
 	// at once. Found by this suite, to be fixed in node/agent
-	// (docs/benchmarks.md "What the suite found"); the soak kills them.
+	// (docs/benchmarks.md "What the suite found", 4); the soak kills them.
 	n.PartitionValidator(0)
 	n.Check("partition and heal")
 	n.PauseValidator(1)
