@@ -14,11 +14,11 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// scanner walks node0's blocks once each, in order, and keeps what the
-// checks and the summary need: the jobs posted and how they ended, every
-// slash and jail, and the block times.
+// scanner walks the chain's blocks once each, in order (read from the
+// reference node, Net.Ref), and keeps what the checks and the summary
+// need: the jobs posted and how they ended, every slash and jail, and the
+// block times.
 type scanner struct {
-	c    *node.Client
 	next int64 // the next height to read
 
 	posted    map[uint64]types.Address // job -> client
@@ -44,19 +44,19 @@ type slashAt struct {
 	market.EventSlashed
 }
 
-func newScanner(c *node.Client) *scanner {
-	return &scanner{c: c, next: 1, posted: map[uint64]types.Address{}, outcomes: map[uint64][]string{},
+func newScanner() *scanner {
+	return &scanner{next: 1, posted: map[uint64]types.Address{}, outcomes: map[uint64][]string{},
 		disputed: map[uint64]bool{}, expired: map[uint64]bool{}, cancelled: map[uint64]bool{}}
 }
 
-// to reads every block up to node0's committed height.
-func (s *scanner) to(ctx context.Context) error {
-	top, err := s.c.CommittedHeight(ctx)
+// to reads every block up to c's committed height.
+func (s *scanner) to(ctx context.Context, c *node.Client) error {
+	top, err := c.CommittedHeight(ctx)
 	if err != nil {
 		return err
 	}
 	for ; s.next <= top; s.next++ {
-		b, err := s.c.BlockEventsAt(ctx, s.next)
+		b, err := c.BlockEventsAt(ctx, s.next)
 		if err != nil {
 			return err
 		}
@@ -139,16 +139,22 @@ func (s *scanner) take(b node.BlockEvents) error {
 	return nil
 }
 
-// hashChecker compares every node's block headers with node0's, height by
-// height, each height once per node: the app hash and the block hash
-// (which covers the rest of the header) must agree everywhere.
+// hashChecker compares every node's block headers with the reference
+// headers, height by height, each height once per node: the app hash and
+// the block hash (which covers the rest of the header) must agree
+// everywhere. A height's reference header is read once, from the node
+// that was the reference (Net.Ref) when the height was first compared, so
+// every node is compared with the same header at every height.
 type hashChecker struct {
 	cs      []*node.Client
 	checked []int64           // per node, the last height compared
-	ref     map[int64]refHash // node0's headers
+	ref     map[int64]refHash // the reference headers
 }
 
-type refHash struct{ app, block []byte }
+type refHash struct {
+	app, block []byte
+	from       int // the node it was read from
+}
 
 func newHashChecker(cs []*node.Client) *hashChecker {
 	return &hashChecker{cs: cs, checked: make([]int64, len(cs)), ref: map[int64]refHash{}}
@@ -164,21 +170,22 @@ func (h *hashChecker) headers(ctx context.Context, i int, from, to int64) (map[i
 			return nil, fmt.Errorf("node%d headers %d..%d: %w", i, lo, hi, err)
 		}
 		for _, m := range res.BlockMetas {
-			out[m.Header.Height] = refHash{app: m.Header.AppHash, block: m.BlockID.Hash}
+			out[m.Header.Height] = refHash{app: m.Header.AppHash, block: m.BlockID.Hash, from: i}
 		}
 	}
 	return out, nil
 }
 
-// check compares the new heights of every node that answers; a node that
-// is down or behind is compared later. It returns the heights compared.
-func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
-	top0, err := h.cs[0].CommittedHeight(ctx)
+// check compares the new heights of every node that answers with the
+// reference headers, read from node r where missing; a node that is down
+// or behind is compared later. It returns the heights compared.
+func (h *hashChecker) check(ctx context.Context, up []bool, r int) (int, error) {
+	topR, err := h.cs[r].CommittedHeight(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("node0: %w", err)
+		return 0, fmt.Errorf("node%d (the reference): %w", r, err)
 	}
 	compared := 0
-	for i := 1; i < len(h.cs); i++ {
+	for i := range h.cs {
 		if !up[i] {
 			continue
 		}
@@ -186,7 +193,7 @@ func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
 		if err != nil {
 			continue // down or paused: compared once it answers
 		}
-		to := min(top0, topI)
+		to := min(topR, topI)
 		from := h.checked[i] + 1
 		if from > to {
 			continue
@@ -199,12 +206,14 @@ func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
 			}
 		}
 		if missing != 0 {
-			got, err := h.headers(ctx, 0, missing, to)
+			got, err := h.headers(ctx, r, missing, to)
 			if err != nil {
 				return compared, err
 			}
 			for k, v := range got {
-				h.ref[k] = v
+				if _, ok := h.ref[k]; !ok {
+					h.ref[k] = v
+				}
 			}
 		}
 		got, err := h.headers(ctx, i, from, to)
@@ -215,10 +224,10 @@ func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
 			want, ok := h.ref[k]
 			g, ok2 := got[k]
 			if !ok || !ok2 {
-				return compared, fmt.Errorf("height %d: header missing (node0 %v, node%d %v)", k, ok, i, ok2)
+				return compared, fmt.Errorf("height %d: header missing (reference %v, node%d %v)", k, ok, i, ok2)
 			}
 			if !bytes.Equal(want.app, g.app) || !bytes.Equal(want.block, g.block) {
-				return compared, fmt.Errorf("node%d disagrees with node0 at height %d: app hash %X vs %X, block %X vs %X", i, k, g.app, want.app, g.block, want.block)
+				return compared, fmt.Errorf("node%d disagrees with node%d at height %d: app hash %X vs %X, block %X vs %X", i, want.from, k, g.app, want.app, g.block, want.block)
 			}
 			compared++
 		}
@@ -228,17 +237,56 @@ func (h *hashChecker) check(ctx context.Context, up []bool) (int, error) {
 }
 
 // Check runs the invariants now: no process died on its own, every node
-// agrees with node0 on every header so far, the supply adds up to the cap
+// agrees with the reference headers at every height so far, the supply adds up to the cap
 // on every node that answers, and no honest provider or validator was
 // slashed. It fails the test on a violation.
+//
+// With KeepGoing (the soak) a violation fails the test but the run goes
+// on: each finding is reported once (a slash found stays in the chain's
+// history and would be found again at every later check), and a check
+// passes when it found nothing new.
 func (n *Net) Check(what string) {
 	n.T.Helper()
-	if err := n.check(); err != nil {
-		n.T.Fatalf("check after %s: %v", what, err)
+	errs := n.check()
+	if !n.KeepGoing {
+		if len(errs) > 0 {
+			n.T.Fatalf("check after %s: %s", what, strings.Join(errs, "\n  "))
+		}
+		n.passed()
+		return
+	}
+	fresh := 0
+	for _, e := range errs {
+		n.mu.Lock()
+		seen := n.reported[e]
+		n.reported[e] = true
+		n.mu.Unlock()
+		if !seen {
+			fresh++
+			n.T.Errorf("check after %s: %s", what, e)
+		}
+	}
+	if fresh == 0 {
+		n.passed()
 	}
 }
 
-func (n *Net) check() error {
+// passed counts a check passed.
+func (n *Net) passed() {
+	n.mu.Lock()
+	n.checks++
+	n.mu.Unlock()
+}
+
+// Findings counts the distinct violations found with KeepGoing.
+func (n *Net) Findings() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.reported)
+}
+
+// check returns the violations found now (none: the check passed).
+func (n *Net) check() []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []string
@@ -249,7 +297,8 @@ func (n *Net) check() error {
 	for i, v := range n.Vals {
 		up[i] = v.Running()
 	}
-	compared, err := n.hashes.check(ctx, up)
+	r := n.Ref()
+	compared, err := n.hashes.check(ctx, up, r)
 	if err != nil {
 		errs = append(errs, "app hash: "+err.Error())
 	}
@@ -267,18 +316,14 @@ func (n *Net) check() error {
 			errs = append(errs, fmt.Sprintf("node%d: the supply adds up to %s, not the cap %s", i, types.FormatAmount(sup.Total()), types.FormatAmount(types.MaxSupply)))
 		}
 	}
-	if err := n.scan.to(ctx); err != nil {
+	if err := n.scan.to(ctx, n.Clients[r]); err != nil {
 		errs = append(errs, "reading blocks: "+err.Error())
 	}
 	errs = append(errs, n.slashFindings()...)
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "\n  "))
+	if len(errs) == 0 {
+		n.T.Logf("check passed: %d new headers compared, node%d at %d, %d jobs posted", compared, r, n.scan.next-1, len(n.scan.order))
 	}
-	n.mu.Lock()
-	n.checks++
-	n.mu.Unlock()
-	n.T.Logf("check passed: %d new headers compared, node0 at %d, %d jobs posted", compared, n.scan.next-1, len(n.scan.order))
-	return nil
+	return errs
 }
 
 // slashFindings: a provider is slashed only for a no-show, and only if the
@@ -288,8 +333,15 @@ func (n *Net) slashFindings() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ours := map[types.Address]string{}
+	nodeOf := map[types.Address]int{}
 	for _, p := range n.Provs {
 		ours[p.Addr] = p.Name
+		nodeOf[p.Addr] = p.RPCNode
+	}
+	// itsNode says when the provider's node was perturbed (for the reader).
+	itsNode := func(a types.Address) string {
+		i := nodeOf[a]
+		return fmt.Sprintf("; its node node%d perturbed at heights %v", i, n.valDown[i])
 	}
 	var out []string
 	for _, s := range n.scan.slashes {
@@ -300,7 +352,7 @@ func (n *Net) slashFindings() []string {
 		case s.Reason != "no-show":
 			out = append(out, fmt.Sprintf("height %d: honest provider %s slashed %s for %q on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Reason, s.Job))
 		case !n.perturbed[s.Account]:
-			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d", s.Height, name, types.FormatAmount(s.Amount), s.Job))
+			out = append(out, fmt.Sprintf("height %d: provider %s, never killed or paused, slashed %s as a no-show on job %d stage %d%s", s.Height, name, types.FormatAmount(s.Amount), s.Job, s.Stage, itsNode(s.Account)))
 		default:
 			// Killed and restarted: a no-show only if it came back too
 			// late for the deadline it missed (the restarted agent
@@ -315,7 +367,7 @@ func (n *Net) slashFindings() []string {
 				}
 			}
 			if !excused {
-				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v)", s.Height, name, s.Job, s.Stage, n.down[s.Account]))
+				out = append(out, fmt.Sprintf("height %d: provider %s slashed as a no-show on job %d stage %d although it was serving (down %v%s)", s.Height, name, s.Job, s.Stage, n.down[s.Account], itsNode(s.Account)))
 			}
 		}
 	}
@@ -335,9 +387,20 @@ func (n *Net) procs() []*Proc {
 	return ps
 }
 
-// JobTally is how the posted jobs ended.
-type JobTally struct {
+// JobCounts is how a set of posted jobs ended.
+type JobCounts struct {
 	Posted, Settled, Refunded, Disputed, Open int
+}
+
+func (c *JobCounts) String() string {
+	return fmt.Sprintf("posted %d: settled %d, refunded %d, disputed %d, open %d", c.Posted, c.Settled, c.Refunded, c.Disputed, c.Open)
+}
+
+// JobTally is how the posted jobs ended, in all and by kind (inference,
+// pipeline).
+type JobTally struct {
+	JobCounts
+	ByKind map[string]*JobCounts
 	// Stuck lists the jobs still open, with their phase.
 	Stuck []string
 }
@@ -347,28 +410,38 @@ type JobTally struct {
 // result), disputed (a dispute opened and was decided), open (not ended
 // yet).
 func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
-	if err := n.scan.to(ctx); err != nil {
+	r := n.Ref()
+	if err := n.scan.to(ctx, n.Clients[r]); err != nil {
 		return JobTally{}, err
 	}
-	var t JobTally
+	t := JobTally{ByKind: map[string]*JobCounts{}}
 	ids := append([]uint64(nil), n.scan.order...)
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	for _, id := range ids {
-		t.Posted++
-		j, err := n.Clients[0].Job(ctx, id)
+		j, err := n.Clients[r].Job(ctx, id)
 		if err != nil {
 			return t, fmt.Errorf("job %d: %w", id, err)
 		}
-		switch {
-		case j.State.Open():
-			t.Open++
-			t.Stuck = append(t.Stuck, fmt.Sprintf("job %d %s: %s", id, j.StateName, j.Phase))
-		case n.scan.disputed[id]:
-			t.Disputed++
-		case j.State == market.JobCompleted && j.Paid != nil && !j.Paid.IsZero():
-			t.Settled++
-		default:
-			t.Refunded++
+		k := t.ByKind[j.Kind]
+		if k == nil {
+			k = &JobCounts{}
+			t.ByKind[j.Kind] = k
+		}
+		for _, c := range []*JobCounts{&t.JobCounts, k} {
+			c.Posted++
+			switch {
+			case j.State.Open():
+				c.Open++
+			case n.scan.disputed[id]:
+				c.Disputed++
+			case j.State == market.JobCompleted && j.Paid != nil && !j.Paid.IsZero():
+				c.Settled++
+			default:
+				c.Refunded++
+			}
+		}
+		if j.State.Open() {
+			t.Stuck = append(t.Stuck, fmt.Sprintf("%s job %d %s: %s", j.Kind, id, j.StateName, j.Phase))
 		}
 	}
 	return t, nil

@@ -1,8 +1,9 @@
 // Package e2e is a multi-process testnet harness in the spirit of
 // CometBFT's e2e runner: it starts a 4-validator testnet of `ogpud start`
 // processes on loopback, provider processes (`ogpud provider run` with the
-// real llama.cpp on the shared tiny model) and a bounded client load of
-// LLM jobs (`ogpu job run`), then perturbs the network while the load
+// real llama.cpp on the shared tiny model, and encrypted CKKS pipeline
+// stages) and a bounded client load of LLM and encrypted pipeline jobs
+// (`ogpu job run`), then perturbs the network while the load
 // runs: kill -9 and restart a validator, kill a provider mid-generation
 // and restart it from its state dir, SIGSTOP/SIGCONT a validator past its
 // commit deadlines, partition a validator and heal it (every validator's

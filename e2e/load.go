@@ -11,12 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
 )
 
-// Load posts LLM jobs continuously, as users would: `ogpu job run`
-// processes, one at a time per client account, through the unperturbed
-// nodes, until Max jobs were started or Stop.
+// Load posts jobs continuously, as users would: `ogpu job run` processes,
+// one at a time per client account, until Max jobs were started or Stop.
+// Client 1 (the second) alternates encrypted pipeline jobs (CKKS, the
+// 3-stage example classifier on Net.Pipeline's inputs; its first job is
+// one) and LLM jobs; the others post LLM jobs only.
 type Load struct {
 	n       *Net
 	max     int
@@ -27,11 +30,14 @@ type Load struct {
 	mu      sync.Mutex
 	started int
 	results []LoadResult
+	// unposted counts the runs retried (see jobRun).
+	unposted int
 }
 
 // LoadResult is one `ogpu job run`: its result, or why it failed.
 type LoadResult struct {
 	Client  string
+	Kind    string // market.KindInference or market.KindPipeline
 	Job     uint64
 	Outcome string
 	Err     string
@@ -75,42 +81,133 @@ func (l *Load) next() bool {
 // get its own verified result (TestSamePromptTwoClients in node/agent).
 var prompts = []string{"Once upon a time", "The little dog", "One day, a girl named Lily", "Tom and his mom", "The sun was"}
 
+// pipelineClient is the client that alternates LLM and pipeline jobs.
+const pipelineClient = 1
+
 func (l *Load) client(i int) {
 	defer l.wg.Done()
 	n := l.n
 	for k := 0; l.next(); k++ {
-		// node0 and node1 are never perturbed: a client's own node being
-		// down is its operator's problem, not the protocol's.
-		args := []string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[i%2],
-			"job", "run", "--from", clientName(i), "--model", n.Model, "--prompt", prompts[(i+k)%len(prompts)], "--max-tokens", "16",
-			"--stages", "1", "--redundancy", "2", "--max-price", "5ogpu", "--bid-blocks", "4", "--reveal-blocks", "3",
-			"--execute-blocks", "40", "--verify-blocks", "20", "--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "4m", "-o", "json"}
-		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
-		cmd := exec.CommandContext(ctx, n.ogpuBin, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		cancel()
-		r := LoadResult{Client: clientName(i)}
-		var res agent.LLMResult
-		switch {
-		case err != nil:
-			r.Err = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
-		case json.Unmarshal(out, &res) != nil:
-			r.Err = fmt.Sprintf("unreadable result %q", out)
-		default:
-			r.Job, r.Outcome = res.Job, res.Outcome
+		var r LoadResult
+		if i == pipelineClient && k%2 == 0 {
+			r = l.pipelineJob(i, k/2)
+		} else {
+			r = l.llmJob(i, k)
 		}
 		l.mu.Lock()
 		l.results = append(l.results, r)
 		l.mu.Unlock()
-		n.T.Logf("load: %s job %d: %s%s", r.Client, r.Job, r.Outcome, r.Err)
+		n.T.Logf("load: %s %s job %d: %s%s", r.Client, r.Kind, r.Job, r.Outcome, r.Err)
 		select {
 		case <-l.stop:
 			return
 		default:
 		}
 	}
+}
+
+// windows are every load job's: short auctions, room to execute.
+var windows = []string{"--redundancy", "2", "--max-price", "5ogpu", "--bid-blocks", "4", "--reveal-blocks", "3",
+	"--execute-blocks", "40", "--verify-blocks", "20", "--listen", "/ip4/127.0.0.1/tcp/0", "--timeout", "4m", "-o", "json"}
+
+// jobRun runs `ogpu job run` for client i with args and returns its
+// stdout. Client i posts through node i%2 (node i%2+2 while that one is
+// being perturbed, as a user whose node is down uses another), which is
+// killed, paused and cut off in turn like every validator: a run must ride
+// out its node's perturbation once its job is posted. A run that could not
+// post its job because its node went down under it (or was still catching
+// up) is retried (for up to 2 minutes) and counted in Unposted, not as a
+// failure.
+func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
+	n := l.n
+	until := time.Now().Add(2 * time.Minute)
+	for {
+		v := n.clientNode(i)
+		full := append([]string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[v],
+			"job", "run", "--from", clientName(i)}, append(args, windows...)...)
+		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		cmd := exec.CommandContext(ctx, n.ogpuBin, full...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		if err == nil {
+			return out, nil
+		}
+		errText := stderr.String()
+		if unposted(errText) && l.ctx.Err() == nil && time.Now().Before(until) {
+			l.mu.Lock()
+			l.unposted++
+			l.mu.Unlock()
+			n.T.Logf("load: %s posted nothing through node%d (%s): retrying", clientName(i), v, lastLine(errText))
+			time.Sleep(time.Second)
+			continue
+		}
+		return nil, fmt.Errorf("%v: %s", err, lastLine(errText))
+	}
+}
+
+// unposted says whether a failed run's stderr shows that it posted no job
+// because its node did not answer, or refused the transaction while
+// catching up after its restart (CometBFT: "endpoint is closed while node
+// is catching up").
+func unposted(stderr string) bool {
+	posted := strings.Contains(stderr, "posted job") || strings.Contains(stderr, "posted pipeline job") || strings.Contains(stderr, "posted pool job")
+	return !posted && (strings.Contains(stderr, "cannot reach node") || strings.Contains(stderr, "while node is catching up"))
+}
+
+// Unposted counts the runs retried because their node went down before
+// they posted their job.
+func (l *Load) Unposted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unposted
+}
+
+// llmJob generates 16 tokens of a prompt, the whole model on each of 2
+// providers.
+func (l *Load) llmJob(i, k int) LoadResult {
+	r := LoadResult{Client: clientName(i), Kind: market.KindInference}
+	out, err := l.jobRun(i, "--model", l.n.Model, "--prompt", prompts[(i+k)%len(prompts)], "--max-tokens", "16", "--stages", "1")
+	var res agent.LLMResult
+	switch {
+	case err != nil:
+		r.Err = err.Error()
+	case json.Unmarshal(out, &res) != nil:
+		r.Err = fmt.Sprintf("unreadable result %q", out)
+	default:
+		r.Job, r.Outcome = res.Job, res.Outcome
+	}
+	return r
+}
+
+// pipelineJob runs the example classifier on test example k (of
+// len(n.Pipeline.Inputs), in turn) as an encrypted 3-stage pipeline job,
+// 2 providers a stage. The client decrypts the output: on a verified
+// result its predicted class must be the plaintext model's (else the run
+// counts as failed).
+func (l *Load) pipelineJob(i, k int) LoadResult {
+	pl := l.n.Pipeline
+	r := LoadResult{Client: clientName(i), Kind: market.KindPipeline}
+	out, err := l.jobRun(i, "--kind", "pipeline", "--model", pl.Model, "--input", pl.Inputs[k%len(pl.Inputs)])
+	var res struct {
+		Job             uint64
+		Outcome         string
+		Prediction      int  `json:"prediction"`
+		PlainPrediction *int `json:"plaintext_prediction"`
+	}
+	switch {
+	case err != nil:
+		r.Err = err.Error()
+	case json.Unmarshal(out, &res) != nil:
+		r.Err = fmt.Sprintf("unreadable result %q", out)
+	default:
+		r.Job, r.Outcome = res.Job, res.Outcome
+		if res.Outcome == "verified" && (res.PlainPrediction == nil || *res.PlainPrediction != res.Prediction) {
+			r.Err = fmt.Sprintf("decrypted prediction %d, plaintext model's %v (input %s)", res.Prediction, res.PlainPrediction, pl.Inputs[k%len(pl.Inputs)])
+		}
+	}
+	return r
 }
 
 // Stop starts no more jobs and waits for the running ones to end.

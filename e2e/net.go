@@ -50,10 +50,10 @@ func (o *Options) defaults() {
 
 // Net is a running testnet: validators node0..node3 (`ogpud start`),
 // whose P2P links all go through Proxy, and provider processes. node0
-// and node1 serve the providers and the clients and are never perturbed
-// (a provider whose only node is cut off misses its deadlines and is
-// rightly slashed: that is its operator's risk, not a protocol fault);
-// node2 and node3 are the ones killed, paused and partitioned.
+// and node1 serve the providers and the clients; every validator, these
+// two included, is killed, paused and partitioned in turn (one at a
+// time: the other three make blocks). The harness reads the chain from
+// Ref, a validator not being perturbed.
 type Net struct {
 	T       testing.TB
 	Dir     string
@@ -64,6 +64,8 @@ type Net struct {
 	RPC     []string // host:port of each validator's RPC
 	Clients []*node.Client
 	Provs   []*Provider
+	// Pipeline is the encrypted pipeline jobs' model and inputs.
+	Pipeline PipelineFiles
 
 	ogpudBin, ogpuBin string
 	password          string // file with the keys' password
@@ -72,6 +74,8 @@ type Net struct {
 
 	mu      sync.Mutex
 	applied map[string]int // perturbations applied, by kind
+	// appliedOn counts the perturbations of each validator.
+	appliedOn map[int]int
 	// perturbed are the providers the harness killed or paused: only
 	// they may be penalised for a no-show.
 	perturbed map[types.Address]bool
@@ -81,6 +85,23 @@ type Net struct {
 	scan   *scanner
 	hashes *hashChecker
 	checks int
+	// perturbing is the validator being perturbed now (-1: none).
+	perturbing int
+	// valDown are the heights each validator was perturbed at, from the
+	// start of its perturbation to its return (for the findings: a
+	// provider's or a client's node being down explains what it missed).
+	valDown map[int][]span
+	// KeepGoing makes Check report violations and go on (the soak).
+	KeepGoing bool
+	reported  map[string]bool // the violations reported with KeepGoing
+}
+
+// PipelineFiles are what `ogpu job run --kind pipeline` takes: the
+// example classifier (`ogpu model train-example`, 3 CKKS stages) and test
+// examples, one JSON array of 8 features a file.
+type PipelineFiles struct {
+	Model  string
+	Inputs []string
 }
 
 // span is a range of heights.
@@ -157,7 +178,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	o.defaults()
 	ogpudBin, ogpuBin := binaries(t)
 	n := &Net{T: t, Dir: t.TempDir(), ChainID: "ogpu-e2e", Model: model, Proxy: NewProxy(), ogpudBin: ogpudBin, ogpuBin: ogpuBin,
-		applied: map[string]int{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}}
+		applied: map[string]int{}, appliedOn: map[int]int{}, reported: map[string]bool{}, valDown: map[int][]span{}, perturbed: map[types.Address]bool{}, down: map[types.Address][]span{}, perturbing: -1}
 	t.Cleanup(n.Proxy.Close)
 	n.password = filepath.Join(n.Dir, "password")
 	if err := os.WriteFile(n.password, []byte("perturbation suite\n"), 0o600); err != nil {
@@ -183,6 +204,8 @@ func Start(t testing.TB, model string, o Options) *Net {
 		addr := n.newKey(n.clientHome(i), clientName(i))
 		accounts = append(accounts, "--account", addr.Hex()+"=10000ogpu")
 	}
+
+	n.Pipeline = n.pipelineFiles(5)
 
 	out := filepath.Join(n.Dir, "testnet")
 	base := freeBase(t, Validators)
@@ -246,7 +269,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 	for i := range n.Vals {
 		n.waitHeight(i, 3, 2*time.Minute)
 	}
-	n.scan = newScanner(n.Clients[0])
+	n.scan = newScanner()
 	n.hashes = newHashChecker(n.Clients)
 
 	for _, p := range n.Provs {
@@ -255,7 +278,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 		}
 		p.Proc = &Proc{Name: p.Name, Bin: ogpudBin, Log: filepath.Join(p.Home, "provider.log"), Args: []string{"provider", "run", "--home", p.Home,
 			"--node", "tcp://" + n.RPC[p.RPCNode], "--wallet", n.wallet, "--from", p.Name, "--password-file", n.password,
-			"--model", model, "--bond", "200ogpu", "--threads", "1", "--pipeline=false", "--finetune=false",
+			"--model", model, "--bond", "200ogpu", "--threads", "1", "--pipeline=true", "--finetune=false",
 			"--listen", "/ip4/127.0.0.1/tcp/0", "--metrics.laddr", "off", "--log-level", "info"}}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
@@ -263,13 +286,43 @@ func Start(t testing.TB, model string, o Options) *Net {
 	}
 	n.waitProviders(len(n.Provs), 3*time.Minute)
 	for _, p := range n.Provs {
-		pv, err := n.Clients[0].Provider(context.Background(), p.Addr)
+		pv, err := n.Clients[n.Ref()].Provider(context.Background(), p.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.PeerID = pv.PeerID
 	}
 	return n
+}
+
+// pipelineFiles trains the example classifier and writes the first k test
+// examples as inputs.
+func (n *Net) pipelineFiles(k int) PipelineFiles {
+	n.T.Helper()
+	dir := filepath.Join(n.Dir, "pipeline")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.T.Fatal(err)
+	}
+	pf := PipelineFiles{Model: filepath.Join(dir, "model.json")}
+	testSet := filepath.Join(dir, "test.json")
+	run(n.T, n.ogpuBin, "model", "train-example", "--out", pf.Model, "--test-out", testSet, "-o", "json")
+	b, err := os.ReadFile(testSet)
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	var ts struct{ X [][]float64 }
+	if err := json.Unmarshal(b, &ts); err != nil || len(ts.X) < k {
+		n.T.Fatalf("%s: %d test examples (%v), want %d", testSet, len(ts.X), err, k)
+	}
+	for i := 0; i < k; i++ {
+		x, _ := json.Marshal(ts.X[i])
+		f := filepath.Join(dir, fmt.Sprintf("x%d.json", i))
+		if err := os.WriteFile(f, x, 0o644); err != nil {
+			n.T.Fatal(err)
+		}
+		pf.Inputs = append(pf.Inputs, f)
+	}
+	return pf
 }
 
 // newKey creates key name in the ogpu wallet at home and returns its
@@ -307,9 +360,14 @@ func (n *Net) stopAll() {
 }
 
 // dumpOnFailure logs the tails of every process's log if the test failed.
+// With OGPU_E2E_LOGS=DIR every process's whole log is copied to DIR
+// (the test's temporary directory is removed when it ends).
 func (n *Net) dumpOnFailure() {
 	if !n.T.Failed() {
 		return
+	}
+	if dir := os.Getenv(LogsEnv); dir != "" {
+		n.keepLogs(dir)
 	}
 	for _, p := range n.Vals {
 		n.T.Logf("--- %s (%s), last lines:\n%s", p.Name, p.Log, p.Tail(4000))
@@ -321,12 +379,53 @@ func (n *Net) dumpOnFailure() {
 	}
 }
 
-// applied records a perturbation.
+// LogsEnv names the directory a failed run's process logs are copied to.
+const LogsEnv = "OGPU_E2E_LOGS"
+
+// keepLogs copies every process's log to dir as NAME.log.
+func (n *Net) keepLogs(dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.T.Logf("%s=%s: %v", LogsEnv, dir, err)
+		return
+	}
+	for _, p := range n.procs() {
+		b, err := os.ReadFile(p.Log)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, p.Name+".log"), b, 0o644)
+		}
+		if err != nil {
+			n.T.Logf("cannot keep %s's log: %v", p.Name, err)
+		}
+	}
+	n.T.Logf("process logs copied to %s", dir)
+}
+
+// record records a perturbation.
 func (n *Net) record(kind string) {
 	n.mu.Lock()
 	n.applied[kind]++
 	n.mu.Unlock()
 	n.T.Logf("perturbation: %s", kind)
+}
+
+// recordOn records a perturbation of validator i.
+func (n *Net) recordOn(kind string, i int) {
+	n.mu.Lock()
+	n.applied[kind]++
+	n.appliedOn[i]++
+	n.mu.Unlock()
+	n.T.Logf("perturbation: %s node%d", kind, i)
+}
+
+// AppliedOn counts the perturbations of each validator.
+func (n *Net) AppliedOn() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]int, len(n.Vals))
+	for i, k := range n.appliedOn {
+		out[i] = k
+	}
+	return out
 }
 
 // Applied returns the perturbations applied, by kind.
@@ -338,6 +437,45 @@ func (n *Net) Applied() map[string]int {
 		m[k] = v
 	}
 	return m
+}
+
+// Ref is the validator the harness reads the chain from: node0, or node1
+// while node0 is being perturbed.
+func (n *Net) Ref() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.perturbing == 0 {
+		return 1
+	}
+	return 0
+}
+
+// clientNode is the validator client i posts a job through: node i%2, or
+// node i%2+2 while that one is being perturbed.
+func (n *Net) clientNode(i int) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := i % 2
+	if n.perturbing == v {
+		v += 2
+	}
+	return v
+}
+
+// perturb marks validator i as being perturbed until the returned func
+// runs.
+func (n *Net) perturb(i int) func() {
+	from := n.Height(n.others(i)[0])
+	n.mu.Lock()
+	n.perturbing = i
+	n.mu.Unlock()
+	return func() {
+		to := n.Height(n.others(i)[0])
+		n.mu.Lock()
+		n.perturbing = -1
+		n.valDown[i] = append(n.valDown[i], span{from, to})
+		n.mu.Unlock()
+	}
 }
 
 // Height is node i's committed height (0 if it does not answer).
@@ -410,7 +548,7 @@ func (n *Net) waitProviders(want int, within time.Duration) {
 	n.T.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		pvs, err := n.Clients[0].Providers(context.Background())
+		pvs, err := n.Clients[n.Ref()].Providers(context.Background())
 		ready := 0
 		for _, p := range pvs {
 			if p.Bonded != nil && !p.Bonded.IsZero() {

@@ -22,7 +22,8 @@ import (
 // blocks without it, and restarts it on the same home.
 func (n *Net) KillRestartValidator(i int) {
 	n.T.Helper()
-	n.record("kill -9 and restart validator")
+	defer n.perturb(i)()
+	n.recordOn("kill -9 and restart validator", i)
 	n.Vals[i].Kill()
 	n.Advance(3, time.Minute, n.others(i)...)
 	if err := n.Vals[i].Start(); err != nil {
@@ -35,7 +36,8 @@ func (n *Net) KillRestartValidator(i int) {
 // blocks, and heals it.
 func (n *Net) PartitionValidator(i int) {
 	n.T.Helper()
-	n.record("partition and heal validator")
+	defer n.perturb(i)()
+	n.recordOn("partition and heal validator", i)
 	n.Proxy.Partition(i)
 	before := n.Height(i)
 	n.Advance(4, time.Minute, n.others(i)...)
@@ -51,7 +53,8 @@ func (n *Net) PartitionValidator(i int) {
 // resumes it (SIGCONT).
 func (n *Net) PauseValidator(i int) {
 	n.T.Helper()
-	n.record("SIGSTOP/SIGCONT validator")
+	defer n.perturb(i)()
+	n.recordOn("SIGSTOP/SIGCONT validator", i)
 	if err := n.Vals[i].Pause(); err != nil {
 		n.T.Fatal(err)
 	}
@@ -86,7 +89,7 @@ func (n *Net) KillProviderMidJob(within time.Duration) *Provider {
 	}
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		jobs, err := n.Clients[0].Jobs(ctx, "/state/running")
+		jobs, err := n.Clients[n.Ref()].Jobs(ctx, "/state/running")
 		cancel()
 		if err == nil {
 			for _, j := range jobs {
@@ -99,7 +102,7 @@ func (n *Net) KillProviderMidJob(within time.Duration) *Provider {
 						if p == nil || s.Committed || !p.Running() {
 							continue
 						}
-						h := n.Height(0)
+						h := n.Height(n.Ref())
 						n.mu.Lock()
 						n.perturbed[p.Addr] = true
 						n.down[p.Addr] = append(n.down[p.Addr], span{from: h})
@@ -129,13 +132,13 @@ func (n *Net) RestartProvider(p *Provider) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		pv, err := n.Clients[0].Provider(ctx, p.Addr)
+		pv, err := n.Clients[n.Ref()].Provider(ctx, p.Addr)
 		cancel()
 		if err == nil && pv.PeerID != p.PeerID {
 			n.T.Fatalf("%s came back with peer id %s, not its own %s: its state dir was not reused", p.Name, pv.PeerID, p.PeerID)
 		}
 		if err == nil && pv.Bonded != nil && !pv.Bonded.IsZero() && countLines(p.Log, "provider running") >= countLines(p.Log, "==== e2e: start") && p.Running() {
-			h := n.Height(0)
+			h := n.Height(n.Ref())
 			n.mu.Lock()
 			if d := n.down[p.Addr]; len(d) > 0 {
 				d[len(d)-1].to = h
@@ -164,7 +167,7 @@ type SpamResult struct {
 
 // Spam sends count transfers (of 1 wei each, to fresh addresses) at the
 // minimum fee the genesis params allow, spread over the spam accounts and
-// the two unperturbed nodes, and waits until every one is committed: a
+// node0 and node1, and waits until every one is committed: a
 // full mempool may delay spam, it must not lose or reorder an account's
 // transactions.
 func (n *Net) Spam(count int, within time.Duration) SpamResult {
@@ -172,12 +175,12 @@ func (n *Net) Spam(count int, within time.Duration) SpamResult {
 	n.record("spam at the minimum fee")
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	c := n.Clients[0]
+	c := n.Clients[n.Ref()]
 	params, err := c.Params(ctx)
 	if err != nil {
 		n.T.Fatal(err)
 	}
-	start := n.Height(0)
+	start := n.Height(n.Ref())
 	per := (count + len(n.spam) - 1) / len(n.spam)
 	sink := crypto.PubkeyToAddress(n.spam[0].PublicKey) // overwritten per tx below
 	probe := &types.Tx{Body: types.TxBody{ChainID: n.ChainID, Msgs: []types.RawMsg{(&escrow.MsgSend{To: sink, Amount: uint256.NewInt(1)}).Raw()}}}
@@ -241,7 +244,7 @@ func (n *Net) Spam(count int, within time.Duration) SpamResult {
 		}
 	}
 	res := SpamResult{Sent: per * len(n.spam), Fee: fee, Included: per * len(n.spam)}
-	end := n.Height(0)
+	end := n.Height(n.Ref())
 	for h := start + 1; h <= end; h++ {
 		b, err := c.BlockEventsAt(ctx, h)
 		if err == nil {

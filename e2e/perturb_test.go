@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
 )
 
@@ -30,12 +31,15 @@ func requireModel(t *testing.T) string {
 	return model
 }
 
-// TestPerturbationShort applies each perturbation once while clients post
-// LLM jobs, and checks the invariants after each and at the end: headers
-// (app hashes) agree at every height on every node, the supply adds up to
-// the cap, no honest provider or validator is slashed, perturbed nodes
-// catch up, spam at the minimum fee is all committed, and every job posted
-// ends (settled, refunded, or disputed and decided).
+// TestPerturbationShort applies each perturbation once, every validator
+// perturbed, while clients post LLM and encrypted pipeline jobs, and
+// checks the invariants after each and at the end: headers (app hashes)
+// agree at every height on every node, the supply adds up to the cap, no
+// honest provider or validator is slashed, perturbed nodes catch up, spam
+// at the minimum fee is all committed, and every job posted ends (settled,
+// refunded, or disputed and decided); at least one job of each kind
+// settles and every verified pipeline result decrypts to the plaintext
+// model's class.
 func TestPerturbationShort(t *testing.T) {
 	model := requireModel(t)
 	begin := time.Now()
@@ -50,22 +54,43 @@ func TestPerturbationShort(t *testing.T) {
 		n.Advance(2, time.Minute, 0, 1)
 		n.RestartProvider(p)
 		n.Check("provider kill and restart")
+		// A quiet spell before its node may be perturbed: a provider
+		// whose node is down at the moment it restarts never resumes
+		// its awarded task (Provider.resume lists its jobs once, and
+		// gives up on an error) and is slashed as a no-show although it
+		// is back well inside the commit window. Found by this suite,
+		// to be fixed in node/agent (docs/benchmarks.md "What the suite
+		// found", 3).
+		n.Advance(5, time.Minute, 0, 1, 2, 3)
 	} else {
 		t.Fatal("no job reached a provider within 2 minutes: nothing to kill mid-job")
 	}
-	n.KillRestartValidator(3)
-	n.Check("validator kill -9 and restart")
-	n.PartitionValidator(2)
+	// Every validator once, node0 and node1 (the providers' and the
+	// clients' nodes) too. Not kill -9 of node0 or node1 here: a provider
+	// whose node is down refuses its verified output to the job's client
+	// (its access check cannot read the job), and `ogpu job run` gives up
+	// at once. Found by this suite, to be fixed in node/agent
+	// (docs/benchmarks.md "What the suite found", 4); the soak kills them.
+	n.PartitionValidator(0)
 	n.Check("partition and heal")
-	n.PauseValidator(3)
+	n.PauseValidator(1)
 	n.Check("SIGSTOP/SIGCONT")
+	n.KillRestartValidator(2)
+	n.Check("validator kill -9 and restart")
+	n.PartitionValidator(3)
+	n.Check("partition and heal")
 
 	load.Stop()
 	tally := n.WaitJobsEnded(3 * time.Minute)
 	n.Check("the end")
 	t.Logf("%.0fs: %s", time.Since(begin).Seconds(), n.Summary(load, tally))
-	if tally.Posted == 0 || tally.Settled == 0 {
-		t.Fatalf("the load did no work: %+v", tally)
+	for i, k := range n.AppliedOn() {
+		if k == 0 {
+			t.Errorf("node%d was never perturbed", i)
+		}
+	}
+	if llm, pl := tally.ByKind[market.KindInference], tally.ByKind[market.KindPipeline]; llm == nil || llm.Settled == 0 || pl == nil || pl.Settled == 0 {
+		t.Fatalf("the load did no work: LLM jobs %v, pipeline jobs %v", llm, pl)
 	}
 	for _, r := range load.Results() {
 		if r.Err != "" {
@@ -76,7 +101,8 @@ func TestPerturbationShort(t *testing.T) {
 
 // TestSoak cycles the perturbations for OGPU_SOAK (e.g. 30m; make soak)
 // under a continuous job load and prints the summary. Skipped without
-// OGPU_SOAK.
+// OGPU_SOAK. A violation fails it but the soak goes on (Net.KeepGoing);
+// OGPU_E2E_LOGS=DIR keeps the process logs of a failed run.
 func TestSoak(t *testing.T) {
 	d := os.Getenv("OGPU_SOAK")
 	if d == "" {
@@ -89,11 +115,16 @@ func TestSoak(t *testing.T) {
 	model := requireModel(t)
 	begin := time.Now()
 	n := Start(t, model, Options{})
+	n.KeepGoing = true // findings are reported and the soak goes on
 	n.Check("start")
 	load := n.StartLoad(2, 100_000) // bounded by the duration in practice
+	// The validator perturbations take node0, node1, node2, node3 in
+	// turn: over 4 cycles of the 5 steps every kind hits every validator.
+	v := 0
+	val := func() int { v++; return (v - 1) % Validators }
 	steps := []func(){
 		func() { n.Spam(1000, 3*time.Minute); n.Check("spam") },
-		func() { n.KillRestartValidator(3); n.Check("validator kill -9 and restart") },
+		func() { n.KillRestartValidator(val()); n.Check("validator kill -9 and restart") },
 		func() {
 			if p := n.KillProviderMidJob(2 * time.Minute); p != nil {
 				n.Advance(2, time.Minute, 0, 1)
@@ -101,11 +132,8 @@ func TestSoak(t *testing.T) {
 				n.Check("provider kill and restart")
 			}
 		},
-		func() { n.PartitionValidator(2); n.Check("partition and heal") },
-		func() { n.PauseValidator(3); n.Check("SIGSTOP/SIGCONT") },
-		func() { n.KillRestartValidator(2); n.Check("validator kill -9 and restart") },
-		func() { n.PartitionValidator(3); n.Check("partition and heal") },
-		func() { n.PauseValidator(2); n.Check("SIGSTOP/SIGCONT") },
+		func() { n.PartitionValidator(val()); n.Check("partition and heal") },
+		func() { n.PauseValidator(val()); n.Check("SIGSTOP/SIGCONT") },
 	}
 	for k := 0; time.Since(begin) < dur; k++ {
 		steps[k%len(steps)]()
@@ -116,8 +144,8 @@ func TestSoak(t *testing.T) {
 	n.Check("the end")
 	summary := n.Summary(load, tally)
 	fmt.Printf("soak %s (OGPU_SOAK=%s):\n%s\n", time.Since(begin).Round(time.Second), d, summary)
-	if tally.Posted == 0 || tally.Settled == 0 {
-		t.Fatalf("the load did no work: %+v", tally)
+	if llm, pl := tally.ByKind[market.KindInference], tally.ByKind[market.KindPipeline]; llm == nil || llm.Settled == 0 || pl == nil || pl.Settled == 0 {
+		t.Fatalf("the load did no work: LLM jobs %v, pipeline jobs %v", llm, pl)
 	}
 	for _, r := range load.Results() {
 		if r.Err != "" {
@@ -135,10 +163,22 @@ func (n *Net) Summary(load *Load, t JobTally) string {
 			failed++
 		}
 	}
-	fmt.Fprintf(&b, "jobs posted %d: settled %d, refunded %d, disputed %d, open %d (client runs %d, failed %d)\n",
-		t.Posted, t.Settled, t.Refunded, t.Disputed, t.Open, len(load.Results()), failed)
+	runs := map[string]int{}
+	for _, r := range load.Results() {
+		runs[r.Kind]++
+	}
+	fmt.Fprintf(&b, "jobs %s (client runs %d: %d LLM, %d pipeline; failed %d; retried unposted, their node down, %d)\n",
+		&t.JobCounts, len(load.Results()), runs[market.KindInference], runs[market.KindPipeline], failed, load.Unposted())
+	kinds := make([]string, 0, len(t.ByKind))
+	for k := range t.ByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %s jobs %s\n", k, t.ByKind[k])
+	}
 	applied := n.Applied()
-	kinds := make([]string, 0, len(applied))
+	kinds = kinds[:0]
 	total := 0
 	for k, v := range applied {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
@@ -146,12 +186,17 @@ func (n *Net) Summary(load *Load, t JobTally) string {
 	}
 	sort.Strings(kinds)
 	fmt.Fprintf(&b, "perturbations applied %d: %s\n", total, strings.Join(kinds, ", "))
+	var on []string
+	for i, k := range n.AppliedOn() {
+		on = append(on, fmt.Sprintf("node%d %d", i, k))
+	}
+	fmt.Fprintf(&b, "validator perturbations by node: %s\n", strings.Join(on, ", "))
 	n.mu.Lock()
 	checks := n.checks
 	n.mu.Unlock()
 	s := n.scan
 	fmt.Fprintf(&b, "blocks %d, max block time %s (height %d), max txs in a block %d\n", s.blocks, s.maxBlockTime.Round(time.Millisecond), s.maxBlockAt, s.maxTxs)
-	fmt.Fprintf(&b, "invariant checks passed %d (app hashes at every height on 4 nodes, supply = cap, no honest slash, catch-up); no-shows of killed providers %d, slashes %d",
-		checks, len(s.noShows), len(s.slashes))
+	fmt.Fprintf(&b, "invariant checks passed %d (app hashes at every height on 4 nodes, supply = cap, no honest slash, catch-up), findings %d; no-shows %d, slashes %d",
+		checks, n.Findings(), len(s.noShows), len(s.slashes))
 	return b.String()
 }
