@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,4 +191,102 @@ func TestFetchTextWhileProviderNodeDown(t *testing.T) {
 	if sctx.Err() != nil {
 		t.Fatalf("a refused fetch was retried until its deadline: %v", err)
 	}
+}
+
+// TestPipelineStagesWhileNodeDown is the soak's finding 4b: both
+// providers of a 3-stage pipeline job reach the chain through one node,
+// which goes down (three times) while their stage tasks read the job,
+// while the first stage commits, and while the last stage's tasks ask
+// whether it is open yet. Each read and the commit are tried again until
+// the node is back, instead of ending the task: every stage settles, the
+// client decrypts the right output, and no provider is a no-show or
+// slashed.
+func TestPipelineStagesWhileNodeDown(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	viaDown := &node.Client{RPC: rpc}
+	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = viaDown }
+	// The node goes down three times: at the first stage task's start
+	// (the tasks read the job), once a stage-0 output is evaluated (its
+	// commit follows), and once stage 2's tasks wait for their turn (they
+	// ask whether it is open). It comes back half a second after a task
+	// logs a retry, or after 20 s (a task that gave up logs none).
+	var reads, commits, stageReads atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	downOnce := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[why] {
+			return
+		}
+		seen[why] = true
+		rpc.down.Store(true)
+		time.AfterFunc(20*time.Second, func() { rpc.down.Store(false) })
+	}
+	tapLogs(t, func(name, line string) {
+		switch {
+		case strings.Contains(line, "won the auction: pipeline stage"):
+			downOnce("start")
+		case strings.Contains(line, "evaluated stage on ciphertexts") && strings.Contains(line, " stage=0 "):
+			downOnce("commit")
+		case strings.Contains(line, "loaded model and evaluation keys") && strings.Contains(line, " stage=2 "):
+			downOnce("turn")
+		case strings.Contains(line, "cannot reach the node; retrying"):
+			switch {
+			case strings.Contains(line, `what="commit result"`):
+				commits.Add(1)
+			case strings.Contains(line, `what="read the stage"`):
+				stageReads.Add(1)
+			default:
+				reads.Add(1)
+			}
+			time.AfterFunc(500*time.Millisecond, func() { rpc.down.Store(false) })
+		}
+	})
+	prov1 := n.providerWith("prov1", stagePrices{100, 100, 100}, false, onDownNode)
+	prov2 := n.providerWith("prov2", stagePrices{200, 200, 200}, false, onDownNode)
+	c := n.client()
+	m := pipelineModel(t)
+	input := []float64{0.61803, -0.27182, 0.31415, -0.14142, 0.1732, 0.2236}
+	job, _ := n.pipelineJob(t, m, input)
+	res, err := c.RunPipeline(n.ctx, job, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() < 1 || commits.Load() < 1 || stageReads.Load() < 1 {
+		t.Fatalf("stage tasks retried %d reads of the job, %d of a stage's state and %d commits while the node was down (refused %d calls), want each at least once",
+			reads.Load(), stageReads.Load(), commits.Load(), rpc.refused.Load())
+	}
+	want, _ := m.Forward(input)
+	for i := range want {
+		if math.Abs(res.Output[i]-want[i]) > 1e-3 {
+			t.Fatalf("output %d: decrypted %v, plaintext %v", i, res.Output[i], want[i])
+		}
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range j.Tasks {
+		if task.Status != "settled" {
+			t.Errorf("stage %d is %s, want settled", task.Stage, task.Status)
+		}
+		for _, sl := range task.Slots {
+			if sl.NoShow {
+				t.Errorf("stage %d: %s was a no-show", task.Stage, sl.Provider.Hex())
+			}
+		}
+	}
+	for _, p := range []*testProvider{prov1, prov2} {
+		pv, err := n.c.Provider(n.ctx, p.agent.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Jailed || pv.Tombstoned || pv.Reputation.Lost != 0 {
+			t.Errorf("%s punished: jailed %v, tombstoned %v, lost %d", p.agent.Address().Hex(), pv.Jailed, pv.Tombstoned, pv.Reputation.Lost)
+		}
+	}
+	t.Logf("chain calls refused while down: %d; tasks that retried: %d job reads, %d stage reads, %d commits", rpc.refused.Load(), reads.Load(), stageReads.Load(), commits.Load())
+	n.supplyIsCap()
 }
