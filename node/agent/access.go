@@ -70,7 +70,9 @@ var ErrOtherOwner = errors.New("the blob belongs to another client's job")
 // a restart keeps every blob as private as before, and memory holds only
 // the jobs in progress. Decisions are cached per peer and blob for a few
 // seconds, so that a fetch's many piece requests cost one set of chain
-// queries.
+// queries. When the chain cannot be read (the node is down or catching
+// up) and the peer is not found a party otherwise, the answer is
+// p2p.ErrUnavailable, "ask again", never a refusal, and it is not cached.
 type Access struct {
 	Chain *node.Client
 
@@ -348,11 +350,6 @@ type errChain struct{ err error }
 
 func (e errChain) Error() string { return e.err.Error() }
 func (e errChain) Unwrap() error { return e.err }
-
-func isChainFailure(err error) bool {
-	var ec errChain
-	return errors.As(err, &ec)
-}
 
 // chainDown reports whether err (one decision's) is a failure to reach
 // the chain: marked errChain, and not a query the app refused (an unknown
