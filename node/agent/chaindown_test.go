@@ -22,6 +22,7 @@ import (
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -289,4 +290,39 @@ func TestPipelineStagesWhileNodeDown(t *testing.T) {
 	}
 	t.Logf("chain calls refused while down: %d; tasks that retried: %d job reads, %d stage reads, %d commits", rpc.refused.Load(), reads.Load(), stageReads.Load(), commits.Load())
 	n.supplyIsCap()
+}
+
+// TestRevealWhileNodeDownIsNoFailure: a provider gives up revealing a
+// result after 5 refusals (a reveal the chain keeps refusing will not be
+// taken). Reveals tried while its node is down are no refusals: after
+// more than 5 of them the result is still to be revealed, and only the
+// chain's own refusal (here: an unknown job) counts.
+func TestRevealWhileNodeDownIsNoFailure(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	tp := n.startProvider("prov1", func(_ *blobstore.Store, cfg *ProviderConfig) { cfg.Chain, cfg.Pipeline = &node.Client{RPC: rpc}, true })
+	p := tp.agent
+	k := taskKey{Job: 999, Stage: 0}
+	r := &resultSecret{Result: types.Hash{1}, Salt: types.Hash{2}, CommitDeadline: 1 << 40}
+	p.mu.Lock()
+	p.results[k] = r
+	p.mu.Unlock()
+	rpc.down.Store(true)
+	for range 8 {
+		p.revealResult(n.ctx, k)
+	}
+	p.mu.Lock()
+	failures, revealed := r.Failures, r.Revealed
+	p.mu.Unlock()
+	if failures != 0 || revealed {
+		t.Fatalf("after 8 reveals tried while the node was down (%d calls refused): %d failures, given up %v; want 0, false", rpc.refused.Load(), failures, revealed)
+	}
+	rpc.down.Store(false)
+	p.revealResult(n.ctx, k)
+	p.mu.Lock()
+	failures = r.Failures
+	p.mu.Unlock()
+	if failures != 1 {
+		t.Fatalf("the chain refused the reveal (unknown job): %d failures counted, want 1", failures)
+	}
 }

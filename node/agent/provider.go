@@ -1213,6 +1213,15 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 				}
 			}
 		}
+		if chainUnreachable(ctx, err) {
+			// Not a refusal: the node is down or catching up. Try
+			// again on a later block; this is no failure of the reveal.
+			p.log.Warn("cannot reach the node to reveal; trying again", "job", k.Job, "stage", k.Stage, "err", err)
+			p.mu.Lock()
+			r.Revealed = false
+			p.mu.Unlock()
+			return
+		}
 		p.log.Warn("result reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
 		p.mu.Lock()
 		r.Failures++
