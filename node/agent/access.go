@@ -70,7 +70,9 @@ var ErrOtherOwner = errors.New("the blob belongs to another client's job")
 // a restart keeps every blob as private as before, and memory holds only
 // the jobs in progress. Decisions are cached per peer and blob for a few
 // seconds, so that a fetch's many piece requests cost one set of chain
-// queries.
+// queries. When the chain cannot be read (the node is down or catching
+// up) and the peer is not found a party otherwise, the answer is
+// p2p.ErrUnavailable, "ask again", never a refusal, and it is not cached.
 type Access struct {
 	Chain *node.Client
 
@@ -276,13 +278,24 @@ func (a *Access) Authorize(ctx context.Context, remote peer.ID, h types.Hash) er
 		return fmt.Errorf("blob %x is not offered to peers here (not a public model, and bound to no job this node works on)", h[:8])
 	}
 	return a.decide(decisionKey{peer: remote, hash: h}, func() error {
-		var errs []error
+		var errs, down []error
 		for _, g := range gs {
 			err := a.allowed(ctx, g, remote)
-			if err == nil {
+			switch {
+			case err == nil:
 				return nil
+			case chainDown(err):
+				down = append(down, err)
+			default:
+				errs = append(errs, err)
 			}
-			errs = append(errs, err)
+		}
+		if len(down) > 0 {
+			// Not a refusal: the peer may be a party, and the chain
+			// will say once the node answers. The fetcher sees
+			// p2p.ErrUnavailable and asks again.
+			return fmt.Errorf("%w: this provider cannot read the chain to check the requester now (ask again shortly): %w",
+				p2p.ErrUnavailable, errors.Join(append(down, errs...)...))
 		}
 		return errors.Join(errs...)
 	})
@@ -296,7 +309,7 @@ func (a *Access) StreamParty(ctx context.Context, job uint64, remote peer.ID) er
 	return a.decide(decisionKey{peer: remote, job: job, stream: true}, func() error {
 		j, err := a.Chain.Job(ctx, job)
 		if err != nil {
-			return fmt.Errorf("job %d: %w", job, err)
+			return errChain{fmt.Errorf("job %d: %w", job, err)}
 		}
 		addr, aerr := p2p.AddressOf(remote)
 		if aerr == nil && addr == j.Client {
@@ -310,7 +323,8 @@ func (a *Access) StreamParty(ctx context.Context, job uint64, remote peer.ID) er
 }
 
 // decide returns the cached decision for k, or computes and caches it.
-// A failure to ask the chain is not cached.
+// A failure to reach the chain is not cached (a refusal by the chain's
+// query, e.g. an unknown job, is).
 func (a *Access) decide(k decisionKey, f func() error) error {
 	now := time.Now()
 	a.mu.Lock()
@@ -320,8 +334,7 @@ func (a *Access) decide(k decisionKey, f func() error) error {
 		return d.err
 	}
 	err := f()
-	var qe *node.QueryError
-	if !isChainFailure(err) || errors.As(err, &qe) {
+	if !errors.Is(err, p2p.ErrUnavailable) && !chainDown(err) {
 		a.mu.Lock()
 		if len(a.decisions) >= maxDecisions {
 			clear(a.decisions)
@@ -338,9 +351,13 @@ type errChain struct{ err error }
 func (e errChain) Error() string { return e.err.Error() }
 func (e errChain) Unwrap() error { return e.err }
 
-func isChainFailure(err error) bool {
+// chainDown reports whether err (one decision's) is a failure to reach
+// the chain: marked errChain, and not a query the app refused (an unknown
+// job is an answer).
+func chainDown(err error) bool {
 	var ec errChain
-	return errors.As(err, &ec)
+	var qe *node.QueryError
+	return errors.As(err, &ec) && !errors.As(ec.err, &qe)
 }
 
 // allowed returns nil if remote is a party that may fetch a blob granted
@@ -357,13 +374,28 @@ func (a *Access) allowed(ctx context.Context, g Grant, remote peer.ID) error {
 	if aerr == nil && addr == j.Client {
 		return nil
 	}
+	// down is the last failure to read the chain while looking for
+	// remote among the parties: if remote is found nowhere, the answer
+	// is "cannot decide now", not a refusal.
+	var down error
+	liveSlot := func(t *chain.TaskView) (chain.SlotView, bool) {
+		sl, ok, err := a.liveSlot(ctx, t, remote)
+		if err != nil {
+			down = err
+		}
+		return sl, ok
+	}
 	validator := func(stages ...int) bool {
 		if aerr != nil {
 			return false
 		}
 		for _, s := range stages {
 			if disputed(j, s) {
-				return a.activeValidator(ctx, addr) == nil
+				err := a.activeValidator(ctx, addr)
+				if chainDown(err) {
+					down = err
+				}
+				return err == nil
 			}
 		}
 		return false
@@ -371,20 +403,23 @@ func (a *Access) allowed(ctx context.Context, g Grant, remote peer.ID) error {
 	switch g.Kind {
 	case GrantInput:
 		for i := range j.Tasks {
-			if _, ok := a.liveSlot(ctx, &j.Tasks[i], remote); ok {
+			if _, ok := liveSlot(&j.Tasks[i]); ok {
 				return nil
 			}
 		}
 		if validator(-1) {
 			return nil
 		}
+		if down != nil {
+			return down
+		}
 		return fmt.Errorf("peer %s is not a party to job %d (its client, a provider holding a slot, or a validator while the job is disputed)", remote, g.Job)
 	case GrantOutput:
 		s := int(g.Stage)
 		if next := taskOf(j, s+1); next != nil {
-			if _, ok := a.liveSlot(ctx, next, remote); ok {
+			if _, ok := liveSlot(next); ok {
 				if cur := taskOf(j, s); cur != nil {
-					if sl, mine := a.liveSlot(ctx, cur, remote); mine && !sl.Committed && (cur.Status == "executing" || cur.Status == "waiting") {
+					if sl, mine := liveSlot(cur); mine && !sl.Committed && (cur.Status == "executing" || cur.Status == "waiting") {
 						return fmt.Errorf("peer %s holds a slot of job %d stage %d too and has not committed its own result: the stage's outputs reach it once its commitment is on chain", remote, g.Job, s)
 					}
 				}
@@ -394,23 +429,32 @@ func (a *Access) allowed(ctx context.Context, g Grant, remote peer.ID) error {
 		if validator(s, s+1) {
 			return nil
 		}
+		if down != nil {
+			return down
+		}
 		return fmt.Errorf("peer %s may not fetch the output of job %d stage %d (its client, a provider of the next stage, or a validator while the stage is disputed)", remote, g.Job, s)
 	}
 	return fmt.Errorf("grant kind %q is unknown", g.Kind)
 }
 
 // liveSlot returns the live slot of t whose provider's record names peer
-// remote.
-func (a *Access) liveSlot(ctx context.Context, t *chain.TaskView, remote peer.ID) (chain.SlotView, bool) {
+// remote. err: none was found and some provider's record could not be
+// read (an errChain).
+func (a *Access) liveSlot(ctx context.Context, t *chain.TaskView, remote peer.ID) (chain.SlotView, bool, error) {
+	var down error
 	for _, sl := range t.Slots {
 		if sl.NoShow {
 			continue
 		}
-		if id, err := a.providerPeer(ctx, sl.Provider); err == nil && id == remote.String() {
-			return sl, true
+		id, err := a.providerPeer(ctx, sl.Provider)
+		if err == nil && id == remote.String() {
+			return sl, true, nil
+		}
+		if err != nil {
+			down = errChain{fmt.Errorf("provider %s: %w", sl.Provider.Hex(), err)}
 		}
 	}
-	return chain.SlotView{}, false
+	return chain.SlotView{}, false, down
 }
 
 // providerPeer is the peer id provider addr's record publishes (cached).
@@ -476,11 +520,11 @@ func (a *Access) validators(ctx context.Context) ([]chain.ValidatorView, *uint25
 	a.mu.Unlock()
 	vals, err := a.Chain.Validators(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, errChain{fmt.Errorf("validators: %w", err)}
 	}
 	params, err := a.Chain.Params(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, errChain{fmt.Errorf("params: %w", err)}
 	}
 	min := new(uint256.Int)
 	if params.Staking.MinValidatorStake != nil {

@@ -94,7 +94,7 @@ func (p *Provider) isChecked(k taskKey) bool {
 // InputInvalid) and returns errInputReported, or why the report failed.
 func (p *Provider) reportInput(ctx context.Context, k taskKey, reason uint8, why error) error {
 	msg := &verifier.MsgReportInput{Job: k.Job, Stage: k.Stage, Reason: reason}
-	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+	if err := p.sendTask(ctx, k, "report the input", msg.Raw()); err != nil {
 		return fmt.Errorf("cannot report the input (%s: %v): %w", verifier.InputReasonName(reason), why, err)
 	}
 	p.log.Warn("reported the input: the validators check it", "job", k.Job, "stage", k.Stage,

@@ -243,27 +243,96 @@ func pushAllowed(ctx context.Context, c *node.Client, j *chain.JobView, stage ui
 
 // fetchVerdict makes sure the store holds blob want, the settled result of
 // stage of job j: it is fetched from the providers of that stage that
-// revealed it.
+// revealed it. While none serves it for a reason that may pass (a provider
+// or this agent's chain node cannot be reached, or a provider cannot read
+// its chain to check this peer: p2p.ErrUnavailable) it asks again, with a
+// bounded backoff, until ctx ends (without a deadline: for
+// fetchVerdictPatience). A refusal by every provider (forbidden, not held,
+// a false blob) ends it at once: asking again would not change it.
 func fetchVerdict(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, stage int, want types.Hash) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, fetchVerdictPatience)
+		defer cancel()
+	}
+	wait := fetchRetryMin
+	for attempt := 1; ; attempt++ {
+		err := fetchVerdictOnce(ctx, h, c, store, j, stage, want)
+		if err == nil || ctx.Err() != nil || refusedByAll(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (asked %d times: %w)", err, attempt, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, fetchRetryMax)
+	}
+}
+
+// fetchVerdict's retries.
+const (
+	fetchRetryMin        = 200 * time.Millisecond
+	fetchRetryMax        = 5 * time.Second
+	fetchVerdictPatience = 2 * time.Minute
+)
+
+func fetchVerdictOnce(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, stage int, want types.Hash) error {
 	if store.Has(want) {
 		return nil
 	}
 	var peers []peer.ID
+	var unreachable []error
 	for _, s := range j.Tasks[stage].Slots {
 		if s.Result == nil || *s.Result != want {
 			continue
 		}
-		if pid, err := connectProvider(ctx, h, c, s.Provider); err == nil {
-			peers = append(peers, pid)
+		pid, err := connectProvider(ctx, h, c, s.Provider)
+		if err != nil {
+			unreachable = append(unreachable, err)
+			continue
 		}
+		peers = append(peers, pid)
+	}
+	if len(peers) == 0 && len(unreachable) == 0 {
+		return fmt.Errorf("job %d stage %d: %w %x", j.ID, stage, errNoRevealer, want[:8])
 	}
 	if len(peers) == 0 {
-		return fmt.Errorf("job %d stage %d: no provider that revealed result %x is reachable", j.ID, stage, want[:8])
+		return fmt.Errorf("job %d stage %d: no provider that revealed result %x is reachable: %w", j.ID, stage, want[:8], errors.Join(unreachable...))
 	}
 	if _, err := h.Fetch(ctx, want, p2p.FetchOptions{Peers: peers}); err != nil {
 		return fmt.Errorf("fetch result %x of job %d stage %d: %w", want[:8], j.ID, stage, err)
 	}
 	return nil
+}
+
+// errNoRevealer: no provider of the stage revealed the wanted result.
+var errNoRevealer = errors.New("no provider revealed the result")
+
+// refusedByAll reports whether err, a fetch's failure, is a refusal by
+// every peer asked: each one forbade it, does not hold it, broke the
+// protocol or served a false blob. A peer that could not be reached or
+// answered p2p.ErrUnavailable may serve it later.
+func refusedByAll(err error) bool {
+	switch err {
+	case nil, p2p.ErrUnavailable:
+		return false
+	case errNoRevealer, p2p.ErrForbidden, p2p.ErrNotHeld, p2p.ErrProtocol, p2p.ErrTooLarge, blobstore.ErrHashMismatch, blobstore.ErrBadPiece:
+		return true
+	}
+	switch x := err.(type) {
+	case interface{ Unwrap() []error }:
+		es := x.Unwrap()
+		for _, e := range es {
+			if !refusedByAll(e) {
+				return false
+			}
+		}
+		return len(es) > 0
+	case interface{ Unwrap() error }:
+		return refusedByAll(x.Unwrap())
+	}
+	return false
 }
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching

@@ -168,7 +168,15 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 		pushed bool
 	)
 	for {
-		agreed, open, cd, err := p.stageState(tctx, k, parts.In)
+		var (
+			agreed types.Hash
+			open   bool
+			cd     uint64
+		)
+		err := p.untilChain(tctx, k, "read the stage", func() (err error) {
+			agreed, open, cd, err = p.stageState(tctx, k, parts.In)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -193,16 +201,29 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 						return p.reportInput(ctx, k, verifier.InputUnavailable, err)
 					}
 				} else {
-					jv, qerr := p.cfg.Chain.Job(tctx, k.Job)
-					if qerr != nil {
-						return qerr
+					var jv *chain.JobView
+					err = p.untilChain(tctx, k, "read the job", func() (err error) {
+						jv, err = p.cfg.Chain.Job(tctx, k.Job)
+						return err
+					})
+					if err == nil {
+						err = fetchVerdict(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, jv, s-1, cand)
 					}
-					err = fetchVerdict(tctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, jv, s-1, cand)
+					if err != nil && tctx.Err() == nil && !refusedByAll(err) && !errors.Is(err, errTaskClosed) {
+						// The previous stage's providers (or this
+						// node) cannot be reached now: ask again on
+						// the next turn of the loop, until the
+						// stage's deadline.
+						p.log.Warn("cannot fetch the agreed input yet; retrying", "job", k.Job, "stage", s, "err", err)
+						err, cand = nil, types.Hash{}
+					}
 				}
 				if err != nil {
 					return err
 				}
 			}
+		}
+		if cand != (types.Hash{}) && cand != input {
 			inBytes, err := p.cfg.Store.Get(cand)
 			if err != nil {
 				return err

@@ -970,7 +970,11 @@ func (p *Provider) startTask(ctx context.Context, k taskKey, commitDeadline uint
 // runTask fetches the prompt from the client, generates, stores the
 // output and commits its hash.
 func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64) error {
-	j, err := p.cfg.Chain.Job(ctx, k.Job)
+	var j *chain.JobView
+	err := p.untilChain(ctx, k, "read the job", func() (err error) {
+		j, err = p.cfg.Chain.Job(ctx, k.Job)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -1063,15 +1067,16 @@ func (p *Provider) commitResult(ctx context.Context, k taskKey, h types.Hash, co
 	return p.commitSecret(ctx, k, secret, verifier.ResultCommitment(h, secret.Salt, p.addr))
 }
 
-// commitSecret saves secret for task k and commits commitment. A task that
-// no longer takes results is errTaskClosed, and the secret is dropped.
+// commitSecret saves secret for task k and commits commitment, sending it
+// again while the node cannot be reached (sendTask). A task that no
+// longer takes results is errTaskClosed, and the secret is dropped.
 func (p *Provider) commitSecret(ctx context.Context, k taskKey, secret *resultSecret, commitment types.Hash) error {
 	p.mu.Lock()
 	p.results[k] = secret
 	p.mu.Unlock()
 	p.saveSecrets()
 	msg := &verifier.MsgCommitResult{Job: k.Job, Stage: k.Stage, Commitment: commitment}
-	if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
+	if err := p.sendTask(ctx, k, "commit result", msg.Raw()); err != nil {
 		var te *node.TxError
 		if errors.As(err, &te) && te.Code == types.ErrWrongPhase.Code {
 			p.mu.Lock()
@@ -1207,6 +1212,15 @@ func (p *Provider) revealResult(ctx context.Context, k taskKey) {
 					return
 				}
 			}
+		}
+		if chainUnreachable(ctx, err) {
+			// Not a refusal: the node is down or catching up. Try
+			// again on a later block; this is no failure of the reveal.
+			p.log.Warn("cannot reach the node to reveal; trying again", "job", k.Job, "stage", k.Stage, "err", err)
+			p.mu.Lock()
+			r.Revealed = false
+			p.mu.Unlock()
+			return
 		}
 		p.log.Warn("result reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
 		p.mu.Lock()

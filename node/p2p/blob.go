@@ -41,6 +41,9 @@ const (
 	statusForbidden  = 2
 	statusBadRequest = 3
 	statusInternal   = 4
+	// statusUnavailable: the server cannot decide now (its chain node
+	// does not answer): not a refusal, ask again later.
+	statusUnavailable = 5
 )
 
 // Wire limits and deadlines.
@@ -63,6 +66,11 @@ var (
 	ErrNotHeld = errors.New("peer does not hold the blob")
 	// ErrProtocol: the peer broke the blob protocol or reported a failure.
 	ErrProtocol = errors.New("blob protocol error")
+	// ErrUnavailable: the peer cannot decide whether to serve the blob
+	// now (its Authorize could not read the chain): not a refusal, ask
+	// again later. An Authorize hook returns an error wrapping it for a
+	// failure of its own, and the fetcher sees it.
+	ErrUnavailable = errors.New("peer cannot decide now, try again")
 )
 
 type request struct {
@@ -162,7 +170,7 @@ func writeResponse(w io.Writer, status byte, msg string, payload []byte) error {
 
 // readResponse reads one response frame whose payload may be up to
 // maxPayload bytes. A non-OK status is returned as an error wrapping
-// ErrNotHeld, ErrForbidden or ErrProtocol.
+// ErrNotHeld, ErrForbidden, ErrUnavailable or ErrProtocol.
 func readResponse(r io.Reader, maxPayload int) ([]byte, error) {
 	n, err := readFrameLen(r, responseHeader+maxMessage+maxPayload)
 	if err != nil {
@@ -191,6 +199,8 @@ func readResponse(r io.Reader, maxPayload int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotHeld, printable(msg))
 	case statusForbidden:
 		return nil, fmt.Errorf("%w: %s", ErrForbidden, printable(msg))
+	case statusUnavailable:
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, printable(msg))
 	case statusBadRequest, statusInternal:
 		return nil, fmt.Errorf("%w: peer says: %s", ErrProtocol, printable(msg))
 	default:
@@ -335,6 +345,9 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 		ctx, cancel := context.WithTimeout(h.ctx, requestTimeout)
 		err := authorize(ctx, remote, q.hash)
 		cancel()
+		if errors.Is(err, ErrUnavailable) {
+			return statusUnavailable, fmt.Sprintf("blob %x: %v", q.hash, err), nil
+		}
 		if err != nil {
 			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil
 		}

@@ -397,6 +397,10 @@ func (h *Host) getPiece(ctx context.Context, conns map[peer.ID]*blobClient, p pe
 		switch {
 		case ctx.Err() != nil:
 			return fatal, ctx.Err()
+		case errors.Is(err, ErrUnavailable):
+			// Not a refusal: the peer may serve it once its chain node
+			// answers; a few in a row drop it from this fetch.
+			return strikePeer, err
 		case errors.Is(err, ErrForbidden), errors.Is(err, ErrNotHeld), errors.Is(err, ErrProtocol):
 			h.log.Info("peer dropped from fetch", "peer", p, "hash", m.Hash, "err", err)
 			return dropPeer, err

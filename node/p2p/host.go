@@ -74,6 +74,9 @@ type Config struct {
 	// Authorize decides whether remote may fetch blob h; it is called for
 	// every manifest and piece request. Nil allows all. A non-nil error
 	// refuses the request; the fetcher sees ErrForbidden and the message.
+	// An error wrapping ErrUnavailable (the hook cannot decide now, e.g.
+	// its chain node is down) is no refusal: the fetcher sees
+	// ErrUnavailable and may ask again.
 	// SetAuthorize replaces it on a running host.
 	Authorize func(ctx context.Context, remote peer.ID, h types.Hash) error
 	// Logger receives the host's logs; nil means slog.Default().

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,6 +372,50 @@ func TestFetchAuthorize(t *testing.T) {
 	}
 	if closed.servedTotal() != 0 {
 		t.Fatal("refusing peer served pieces")
+	}
+}
+
+// TestFetchUnavailable: a holder whose Authorize cannot decide now (its
+// chain node is down: an error wrapping ErrUnavailable) answers
+// "unavailable", which the fetcher sees as ErrUnavailable, not as a
+// refusal; once it can decide it serves the blob. A holder that refuses
+// is still ErrForbidden and never ErrUnavailable (a fetcher retries only
+// on the first).
+func TestFetchUnavailable(t *testing.T) {
+	const piece = 16 << 10
+	data := randBytes(4*piece, 6)
+	var down atomic.Bool
+	down.Store(true)
+	h := newHost(t, piece, withAuthorize(func(_ context.Context, remote peer.ID, _ types.Hash) error {
+		if down.Load() {
+			return fmt.Errorf("cannot read the chain: %w", ErrUnavailable)
+		}
+		return nil
+	}))
+	hash := put(t, h, data)
+	c := newHost(t, piece)
+	connect(t, c, h)
+	ctx := testCtx(t)
+	_, err := c.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{h.ID()}})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "cannot read the chain") {
+		t.Fatalf("err = %v, want ErrUnavailable (not ErrForbidden) with the reason", err)
+	}
+	down.Store(false)
+	path, err := c.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{h.ID()}})
+	if err != nil {
+		t.Fatalf("once the holder can decide: %v", err)
+	}
+	if !bytes.Equal(readFile(t, path), data) {
+		t.Fatal("fetched content differs")
+	}
+
+	refuser := newHost(t, piece, withAuthorize(func(context.Context, peer.ID, types.Hash) error {
+		return errors.New("no job of yours needs this blob")
+	}))
+	hash2 := put(t, refuser, randBytes(piece, 7))
+	connect(t, c, refuser)
+	if _, err := c.Fetch(ctx, hash2, FetchOptions{Peers: []peer.ID{refuser.ID()}}); !errors.Is(err, ErrForbidden) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a refusal: err = %v, want ErrForbidden only", err)
 	}
 }
 

@@ -1,0 +1,328 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cmtbytes "github.com/cometbft/cometbft/libs/bytes"
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/node/pricing"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// downRPC is the RPC of a real node that can be taken down for a while:
+// while down, queries, broadcasts, transaction lookups and status calls
+// fail as a dead address's would ("connection refused"); the event
+// subscription stays (a provider's block loop is not what these tests
+// perturb). refused counts the calls it failed.
+type downRPC struct {
+	rpcclient.Client
+	down    atomic.Bool
+	refused atomic.Int64
+}
+
+var errConnRefused = errors.New("post failed: dial tcp 127.0.0.1:1: connect: connection refused")
+
+func (r *downRPC) fail() error {
+	if r.down.Load() {
+		r.refused.Add(1)
+		return errConnRefused
+	}
+	return nil
+}
+
+func (r *downRPC) ABCIInfo(ctx context.Context) (*ctypes.ResultABCIInfo, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.ABCIInfo(ctx)
+}
+
+func (r *downRPC) ABCIQuery(ctx context.Context, path string, data cmtbytes.HexBytes) (*ctypes.ResultABCIQuery, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.ABCIQuery(ctx, path, data)
+}
+
+func (r *downRPC) ABCIQueryWithOptions(ctx context.Context, path string, data cmtbytes.HexBytes, o rpcclient.ABCIQueryOptions) (*ctypes.ResultABCIQuery, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.ABCIQueryWithOptions(ctx, path, data, o)
+}
+
+func (r *downRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.BroadcastTxSync(ctx, tx)
+}
+
+func (r *downRPC) Tx(ctx context.Context, hash []byte, prove bool) (*ctypes.ResultTx, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.Tx(ctx, hash, prove)
+}
+
+func (r *downRPC) Status(ctx context.Context) (*ctypes.ResultStatus, error) {
+	if err := r.fail(); err != nil {
+		return nil, err
+	}
+	return r.Client.Status(ctx)
+}
+
+// TestFetchTextWhileProviderNodeDown is the soak's finding 4a: a job
+// settles and is paid, then the providers' chain node goes down before
+// the client fetches the verified text. The providers' access check
+// cannot read the chain: it answers "unavailable, try again"
+// (p2p.ErrUnavailable), never "forbidden", and the client's fetch keeps
+// asking until the node is back, then gets the text. A peer that is no
+// party of the job is still refused once the node answers, and that
+// refusal ends the fetch at once (it is not retried until the deadline).
+func TestFetchTextWhileProviderNodeDown(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	viaDown := &node.Client{RPC: rpc}
+	onDownNode := func(name string) func(*ProviderConfig) {
+		return func(cfg *ProviderConfig) {
+			a, err := OpenAccess(viaDown, filepath.Join(n.home, name, "access"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Access = a
+		}
+	}
+	perToken := func(milli uint64) pricing.Strategy {
+		m := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
+		return pricing.PerToken{Base: m(100), PerToken: m(milli)}
+	}
+	p1 := n.providerWith("prov1", perToken(40), false, onDownNode("prov1"))
+	n.providerWith("prov2", perToken(50), false, onDownNode("prov2"))
+	cl := n.client()
+	res, err := cl.RunLLM(n.ctx, n.job(8), func(f string, a ...any) { t.Logf("[client] "+f, a...) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text == "" {
+		t.Fatalf("outcome %s: no text", res.Outcome)
+	}
+	// The client loses its copy; the providers' node goes down.
+	if err := cl.Store.Delete(res.Result); err != nil {
+		t.Fatal(err)
+	}
+	rpc.down.Store(true)
+	time.Sleep(decisionTTL + 100*time.Millisecond) // the access decisions cached for the client's fetch expire
+
+	// What a provider answers while its node is down: unavailable, not
+	// forbidden.
+	fctx, fcancel := context.WithTimeout(n.ctx, 20*time.Second)
+	_, err = cl.Host.Fetch(fctx, res.Result, p2p.FetchOptions{Peers: []peer.ID{p1.host.ID()}})
+	fcancel()
+	if !errors.Is(err, p2p.ErrUnavailable) || errors.Is(err, p2p.ErrForbidden) {
+		t.Fatalf("a fetch from a provider whose node is down: %v, want p2p.ErrUnavailable and not ErrForbidden", err)
+	}
+
+	type answer struct {
+		text string
+		err  error
+	}
+	got := make(chan answer, 1)
+	ctx, cancel := context.WithTimeout(n.ctx, 60*time.Second)
+	defer cancel()
+	go func() {
+		text, err := cl.FetchText(ctx, res.Job)
+		got <- answer{text, err}
+	}()
+	// The node stays down until the providers refused several requests
+	// for want of it (the client asked, and asked again).
+	before := rpc.refused.Load()
+	for rpc.refused.Load() < before+6 {
+		select {
+		case a := <-got:
+			t.Fatalf("FetchText returned while the providers' node was down: %q, %v", a.text, a.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("FetchText returned while the providers' node was down: %q, %v", a.text, a.err)
+	default:
+	}
+	rpc.down.Store(false)
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("FetchText after the node came back: %v", a.err)
+	}
+	if a.text != res.Text {
+		t.Fatalf("FetchText = %q, want the verified %q", a.text, res.Text)
+	}
+
+	// A real refusal is final: a stranger is refused, and its fetch
+	// ends without waiting for its deadline.
+	sk, _ := ethcrypto.GenerateKey()
+	stranger, sstore := n.host("stranger", sk)
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(n.ctx, 60*time.Second)
+	defer scancel()
+	err = fetchVerdict(sctx, stranger, n.c, sstore, j, 0, res.Result)
+	if !errors.Is(err, p2p.ErrForbidden) || errors.Is(err, p2p.ErrUnavailable) {
+		t.Fatalf("a stranger's fetch: %v, want ErrForbidden", err)
+	}
+	if sctx.Err() != nil {
+		t.Fatalf("a refused fetch was retried until its deadline: %v", err)
+	}
+}
+
+// TestPipelineStagesWhileNodeDown is the soak's finding 4b: both
+// providers of a 3-stage pipeline job reach the chain through one node,
+// which goes down (three times) while their stage tasks read the job,
+// while the first stage commits, and while the last stage's tasks ask
+// whether it is open yet. Each read and the commit are tried again until
+// the node is back, instead of ending the task: every stage settles, the
+// client decrypts the right output, and no provider is a no-show or
+// slashed.
+func TestPipelineStagesWhileNodeDown(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	viaDown := &node.Client{RPC: rpc}
+	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = viaDown }
+	// The node goes down three times: at the first stage task's start
+	// (the tasks read the job), once a stage-0 output is evaluated (its
+	// commit follows), and once stage 2's tasks wait for their turn (they
+	// ask whether it is open). It comes back half a second after a task
+	// logs a retry, or after 20 s (a task that gave up logs none).
+	var reads, commits, stageReads atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	downOnce := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[why] {
+			return
+		}
+		seen[why] = true
+		rpc.down.Store(true)
+		time.AfterFunc(20*time.Second, func() { rpc.down.Store(false) })
+	}
+	tapLogs(t, func(name, line string) {
+		switch {
+		case strings.Contains(line, "won the auction: pipeline stage"):
+			downOnce("start")
+		case strings.Contains(line, "evaluated stage on ciphertexts") && strings.Contains(line, " stage=0 "):
+			downOnce("commit")
+		case strings.Contains(line, "loaded model and evaluation keys") && strings.Contains(line, " stage=2 "):
+			downOnce("turn")
+		case strings.Contains(line, "cannot reach the node; retrying"):
+			switch {
+			case strings.Contains(line, `what="commit result"`):
+				commits.Add(1)
+			case strings.Contains(line, `what="read the stage"`):
+				stageReads.Add(1)
+			default:
+				reads.Add(1)
+			}
+			time.AfterFunc(500*time.Millisecond, func() { rpc.down.Store(false) })
+		}
+	})
+	prov1 := n.providerWith("prov1", stagePrices{100, 100, 100}, false, onDownNode)
+	prov2 := n.providerWith("prov2", stagePrices{200, 200, 200}, false, onDownNode)
+	c := n.client()
+	m := pipelineModel(t)
+	input := []float64{0.61803, -0.27182, 0.31415, -0.14142, 0.1732, 0.2236}
+	job, _ := n.pipelineJob(t, m, input)
+	res, err := c.RunPipeline(n.ctx, job, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() < 1 || commits.Load() < 1 || stageReads.Load() < 1 {
+		t.Fatalf("stage tasks retried %d reads of the job, %d of a stage's state and %d commits while the node was down (refused %d calls), want each at least once",
+			reads.Load(), stageReads.Load(), commits.Load(), rpc.refused.Load())
+	}
+	want, _ := m.Forward(input)
+	for i := range want {
+		if math.Abs(res.Output[i]-want[i]) > 1e-3 {
+			t.Fatalf("output %d: decrypted %v, plaintext %v", i, res.Output[i], want[i])
+		}
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range j.Tasks {
+		if task.Status != "settled" {
+			t.Errorf("stage %d is %s, want settled", task.Stage, task.Status)
+		}
+		for _, sl := range task.Slots {
+			if sl.NoShow {
+				t.Errorf("stage %d: %s was a no-show", task.Stage, sl.Provider.Hex())
+			}
+		}
+	}
+	for _, p := range []*testProvider{prov1, prov2} {
+		pv, err := n.c.Provider(n.ctx, p.agent.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Jailed || pv.Tombstoned || pv.Reputation.Lost != 0 {
+			t.Errorf("%s punished: jailed %v, tombstoned %v, lost %d", p.agent.Address().Hex(), pv.Jailed, pv.Tombstoned, pv.Reputation.Lost)
+		}
+	}
+	t.Logf("chain calls refused while down: %d; tasks that retried: %d job reads, %d stage reads, %d commits", rpc.refused.Load(), reads.Load(), stageReads.Load(), commits.Load())
+	n.supplyIsCap()
+}
+
+// TestRevealWhileNodeDownIsNoFailure: a provider gives up revealing a
+// result after 5 refusals (a reveal the chain keeps refusing will not be
+// taken). Reveals tried while its node is down are no refusals: after
+// more than 5 of them the result is still to be revealed, and only the
+// chain's own refusal (here: an unknown job) counts.
+func TestRevealWhileNodeDownIsNoFailure(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	tp := n.startProvider("prov1", func(_ *blobstore.Store, cfg *ProviderConfig) { cfg.Chain, cfg.Pipeline = &node.Client{RPC: rpc}, true })
+	p := tp.agent
+	k := taskKey{Job: 999, Stage: 0}
+	r := &resultSecret{Result: types.Hash{1}, Salt: types.Hash{2}, CommitDeadline: 1 << 40}
+	p.mu.Lock()
+	p.results[k] = r
+	p.mu.Unlock()
+	rpc.down.Store(true)
+	for range 8 {
+		p.revealResult(n.ctx, k)
+	}
+	p.mu.Lock()
+	failures, revealed := r.Failures, r.Revealed
+	p.mu.Unlock()
+	if failures != 0 || revealed {
+		t.Fatalf("after 8 reveals tried while the node was down (%d calls refused): %d failures, given up %v; want 0, false", rpc.refused.Load(), failures, revealed)
+	}
+	rpc.down.Store(false)
+	p.revealResult(n.ctx, k)
+	p.mu.Lock()
+	failures = r.Failures
+	p.mu.Unlock()
+	if failures != 1 {
+		t.Fatalf("the chain refused the reveal (unknown job): %d failures counted, want 1", failures)
+	}
+}
