@@ -23,6 +23,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -134,7 +135,11 @@ type Provider struct {
 	// work tracks the goroutines Serve starts; Serve waits for them.
 	work sync.WaitGroup
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// saveMu serializes saveSecrets: each save snapshots and writes
+	// under it, so that the file on disk is the newest snapshot (two
+	// saves racing on one temporary file lost writes, found by the soak).
+	saveMu  sync.Mutex
 	models  map[types.Hash]*llm.Model
 	class   string
 	bids    map[taskKey]*bidSecret
@@ -1239,6 +1244,8 @@ func (p *Provider) saveSecrets() {
 	if p.cfg.StateDir == "" {
 		return
 	}
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
 	p.mu.Lock()
 	s := secrets{Bids: map[string]*bidSecret{}, Results: map[string]*resultSecret{}}
 	for k, v := range p.bids {
@@ -1251,12 +1258,10 @@ func (p *Provider) saveSecrets() {
 	}
 	p.mu.Unlock()
 	bz, _ := json.MarshalIndent(s, "", "  ")
-	tmp := p.secretsFile() + ".tmp"
-	if err := os.WriteFile(tmp, bz, 0o600); err == nil {
-		err = os.Rename(tmp, p.secretsFile())
-		if err != nil {
-			p.log.Error("cannot save bid secrets", "err", err)
-		}
+	// A unique temporary file, synced, renamed, the folder synced: a
+	// crash leaves the old secrets or the new, never a torn file.
+	if err := atomicfile.Write(p.secretsFile(), bz, 0o600); err != nil {
+		p.log.Error("cannot save bid secrets", "file", p.secretsFile(), "err", err)
 	}
 }
 
