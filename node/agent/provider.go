@@ -493,13 +493,16 @@ func (p *Provider) Serve(ctx context.Context) error {
 // resume picks up, after a restart from the same state dir, the work the
 // chain still expects of this provider and whose event it missed while it
 // was down: bids sealed before the restart whose job now takes reveals,
-// and tasks awarded to it that it has not committed while their commit
-// window is open. Without it a provider killed and restarted within the
-// window forfeited its bid deposit or was slashed as a no-show (found by
-// the e2e perturbation suite). Events of the blocks from the subscription
-// on start the same work again only once (startTask, the bid's Revealed).
-// Session lanes (loadLanes) and fine-tune tasks have their own restart
-// handling and are not resumed here.
+// and every slot awarded to it that still needs its work (resumeTasks).
+// Without it a provider killed and restarted within the window forfeited
+// its bid deposit or was slashed as a no-show (found by the e2e
+// perturbation suite). The node may be down or still starting when the
+// agent is back: every query is retried until the node answers or ctx
+// ends (untilAnswered), for a task given up is a slash. Events of the
+// blocks from the subscription on start the same work again only once
+// (startTask, the bid's Revealed); blocks wait in the subscription while
+// resume runs. Session lanes (loadLanes) and fine-tune tasks have their
+// own restart handling and are not resumed here.
 func (p *Provider) resume(ctx context.Context) {
 	p.mu.Lock()
 	var unrevealed []uint64
@@ -511,33 +514,113 @@ func (p *Provider) resume(ctx context.Context) {
 	p.mu.Unlock()
 	slices.Sort(unrevealed)
 	for _, id := range unrevealed {
-		if j, err := p.cfg.Chain.Job(ctx, id); err == nil && j.State == market.JobRevealing {
+		var j *chain.JobView
+		err := p.untilAnswered(ctx, "the job of a sealed bid", func() (err error) {
+			j, err = p.cfg.Chain.Job(ctx, id)
+			return err
+		})
+		if err == nil && j.State == market.JobRevealing {
 			p.log.Info("revealing a bid sealed before the restart", "job", id)
 			p.revealBids(ctx, id)
 		}
 	}
-	jobs, err := p.cfg.Chain.Jobs(ctx, "/provider/"+p.addr.Hex())
+	tasks, err := p.resumable(ctx)
 	if err != nil {
 		p.log.Warn("cannot list this provider's jobs to resume its tasks", "err", err)
 		return
 	}
-	h := p.height.Load()
+	for _, t := range tasks {
+		p.log.Info("resuming a task awarded before the restart", "job", t.Job, "stage", t.Stage, "status", t.status, "commit_deadline", t.commitDeadline)
+		p.startTask(ctx, t.taskKey, t.commitDeadline)
+	}
+}
+
+// resumeTask is a task resume starts.
+type resumeTask struct {
+	taskKey
+	status         string
+	commitDeadline uint64
+}
+
+// resumable lists the tasks this provider must resume (resumeTasks),
+// asking the node until it answers or ctx ends.
+func (p *Provider) resumable(ctx context.Context) ([]resumeTask, error) {
+	var jobs []chain.JobView
+	err := p.untilAnswered(ctx, "this provider's jobs", func() (err error) {
+		jobs, err = p.cfg.Chain.Jobs(ctx, "/provider/"+p.addr.Hex())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The height may have moved while the node was away: the commit
+	// windows are judged at the node's height now.
+	if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil {
+		p.height.Store(uint64(max(st.SyncInfo.LatestBlockHeight, 0)))
+	}
+	return resumeTasks(jobs, p.addr, p.height.Load()), nil
+}
+
+// resumeTasks returns the tasks of jobs that provider addr holds a live,
+// uncommitted slot of and that still need its work at height h: executing
+// ones whose commit window is open, and pipeline stages still waiting for
+// their turn (a later stage the provider won is awarded with the job and
+// opens only once the previous stage settles: the soak found one
+// forgotten by a restarted provider and slashed as a no-show). Session and
+// fine-tune jobs are left to their own restart handling.
+func resumeTasks(jobs []chain.JobView, addr types.Address, h uint64) []resumeTask {
+	var out []resumeTask
 	for _, j := range jobs {
 		if j.State != market.JobRunning || j.Kind == market.KindSession || j.Kind == market.KindFinetune {
 			continue
 		}
 		for _, t := range j.Tasks {
-			if t.Status != verifier.TaskExecuting.String() || h > t.CommitDeadline {
+			switch t.Status {
+			case verifier.TaskExecuting.String():
+				if h > t.CommitDeadline {
+					continue
+				}
+			case verifier.TaskWaiting.String():
+			default:
 				continue
 			}
 			for _, s := range t.Slots {
-				if s.Provider == p.addr && !s.Committed && !s.NoShow {
-					p.log.Info("resuming a task awarded before the restart", "job", j.ID, "stage", t.Stage, "commit_deadline", t.CommitDeadline)
-					p.startTask(ctx, taskKey{j.ID, t.Stage}, t.CommitDeadline)
+				if s.Provider == addr && !s.Committed && !s.NoShow {
+					out = append(out, resumeTask{taskKey{j.ID, t.Stage}, t.Status, t.CommitDeadline})
 					break
 				}
 			}
 		}
+	}
+	return out
+}
+
+// Resume retries: the first wait after a failure, and the longest.
+const (
+	resumeRetryMin = 250 * time.Millisecond
+	resumeRetryMax = 10 * time.Second
+)
+
+// untilAnswered runs query until it succeeds, the app refuses it (a
+// node.QueryError: asking again gets the same answer) or ctx ends,
+// waiting between tries from resumeRetryMin, doubling up to
+// resumeRetryMax: the node may be down or still starting. Each failure is
+// logged with what was asked.
+func (p *Provider) untilAnswered(ctx context.Context, what string, query func() error) error {
+	wait := resumeRetryMin
+	for try := 1; ; try++ {
+		err := query()
+		var qe *node.QueryError
+		if err == nil || errors.As(err, &qe) || ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("the node does not answer: asking again", "what", what, "try", try, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, resumeRetryMax)
 	}
 }
 
