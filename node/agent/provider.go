@@ -112,6 +112,11 @@ type ProviderConfig struct {
 	// SessionRedeemMargin: blocks before a session's expiry at which
 	// everything held is redeemed (default 5).
 	SessionRedeemMargin uint64
+	// NoAutoUnjail turns off the automatic unjail: by default a provider
+	// jailed for a no-show sends MsgUnjailProvider once its jail term is
+	// over (a jailed provider's bids are refused: without it one missed
+	// deadline took a provider out for good).
+	NoAutoUnjail bool
 }
 
 // maxPipelineModel bounds the pipeline model a provider fetches.
@@ -171,6 +176,10 @@ type Provider struct {
 	// guards cfg.Strategy, which SetPricing swaps.
 	dash    *dashboard
 	priceMu sync.Mutex
+
+	// jail is this provider's jail as the chain last told it
+	// (autounjail).
+	jail jailState
 }
 
 type taskKey struct {
@@ -471,6 +480,7 @@ func (p *Provider) Serve(ctx context.Context) error {
 		return p.cfg.Chain.Unreachable(err)
 	}
 	p.height.Store(uint64(status.SyncInfo.LatestBlockHeight))
+	p.readJail(ctx)
 	p.pruneLanes(ctx)
 	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
 	if err != nil {
@@ -678,6 +688,7 @@ func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
 		p.onEvent(ctx, b.Height, ev)
 	}
 	p.redeemSessions(ctx, uint64(b.Height))
+	p.unjailIfDue(ctx, uint64(b.Height))
 	// Reveal results whose commit window has closed.
 	p.mu.Lock()
 	var due []taskKey
@@ -708,6 +719,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		var e market.EventJobAwarded
 		if types.DecodeEvent(ev, &e) == nil && slices.Contains(e.Providers, p.addr.Hex()) {
 			p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
+		}
+	case market.EventProviderJailed{}.EventType():
+		var e market.EventProviderJailed
+		if types.DecodeEvent(ev, &e) == nil && e.Provider == p.addr {
+			p.jailed(e.Until, e.Tombstoned, e.Reason)
+		}
+	case market.EventProviderUnjailed{}.EventType():
+		var e market.EventProviderUnjailed
+		if types.DecodeEvent(ev, &e) == nil && e.Provider == p.addr {
+			p.unjailed(uint64(height))
 		}
 	case market.EventStageOpened{}.EventType():
 		var e market.EventStageOpened
@@ -858,6 +879,11 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	if err != nil {
 		p.log.Warn("cannot read posted job", "job", id, "err", err)
 		p.decided(id, 0, nil, "cannot read the job: "+err.Error())
+		return
+	}
+	if why := p.jailedWhy(); why != "" {
+		p.log.Info("not bidding", "job", id, "reason", why)
+		p.decided(id, 0, nil, why)
 		return
 	}
 	if why := p.cannotRun(j); why != "" {
