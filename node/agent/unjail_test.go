@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // TestProviderUnjailsItself: a provider killed after revealing its bid is
@@ -107,5 +111,59 @@ func TestProviderUnjailsItself(t *testing.T) {
 	}
 	if pv.Jailed || pv.Reputation.NoShows != 1 {
 		t.Fatalf("prov2 jailed %v, no-shows %d: want free with one no-show", pv.Jailed, pv.Reputation.NoShows)
+	}
+}
+
+// TestJailEvents: a running provider learns its jail from the chain's
+// events: jailed, it does not bid (the chain would refuse it) and waits
+// for the term, whose end sends the unjail; tombstoned, it never tries
+// (a provider with no sender panics here if it did); unjailed, it bids
+// again. With auto-unjail off it never sends either.
+func TestJailEvents(t *testing.T) {
+	me := types.Address{7}
+	newProv := func(off bool) *Provider {
+		return &Provider{cfg: ProviderConfig{NoAutoUnjail: off}, addr: me, log: slog.New(slog.NewTextHandler(testWriter{t, "prov"}, nil))}
+	}
+	ctx := context.Background()
+	ev := func(p *Provider, h int64, e types.Event) { p.onEvent(ctx, h, types.EncodeEvent(e)) }
+	sending := func(p *Provider) bool {
+		p.jail.mu.Lock()
+		defer p.jail.mu.Unlock()
+		return p.jail.sending
+	}
+
+	p := newProv(false)
+	ev(p, 10, market.EventProviderJailed{Provider: types.Address{8}, Until: 30})
+	if why := p.jailedWhy(); why != "" {
+		t.Fatalf("another provider's jail: %q", why)
+	}
+	ev(p, 10, market.EventProviderJailed{Provider: me, Until: 30, Reason: "missed the commit deadline of job 1"})
+	if why := p.jailedWhy(); !strings.Contains(why, "jailed until height 30") {
+		t.Fatalf("jailed: not bidding because %q", why)
+	}
+	ev(p, 31, market.EventProviderUnjailed{Provider: me})
+	if why := p.jailedWhy(); why != "" {
+		t.Fatalf("unjailed, still not bidding: %q", why)
+	}
+
+	p = newProv(false)
+	ev(p, 10, market.EventProviderJailed{Provider: me, Until: 30, Tombstoned: true})
+	p.unjailIfDue(ctx, 40) // must not send: p has no sender
+	if why := p.jailedWhy(); !strings.Contains(why, "tombstoned") || sending(p) {
+		t.Fatalf("tombstoned: %q, sending %v", why, sending(p))
+	}
+
+	p = newProv(true)
+	ev(p, 10, market.EventProviderJailed{Provider: me, Until: 30})
+	p.unjailIfDue(ctx, 40)
+	if sending(p) {
+		t.Fatal("auto-unjail off: the agent sent an unjail")
+	}
+
+	p = newProv(false)
+	ev(p, 10, market.EventProviderJailed{Provider: me, Until: 30})
+	p.unjailIfDue(ctx, 29)
+	if sending(p) {
+		t.Fatal("an unjail sent before the end of the term")
 	}
 }
