@@ -133,6 +133,7 @@ func addProviderFlags(cmd *cobra.Command) {
 	f.Bool("finetune", true, "offer fine-tune jobs on the served models (their LM head, in this build's training class)")
 	f.Int("finetune-every", agent.DefaultFinetuneEvery, "keep a fine-tune checkpoint every this many steps (the rest are recomputed when a game asks)")
 	f.String("bond", "", "keep this much stake bonded (bonds the difference at start)")
+	f.Bool("auto-unjail", true, "once a jail term (for a missed deadline) is over, send the unjail so the provider bids again; --auto-unjail=false leaves it to ogpu tx provider unjail")
 	if f.Lookup("moniker") == nil { // ogpud start --provider: the node's name is the provider's
 		f.String("moniker", "", "display name on chain, shown by consoles and explorers (at most 70 printable characters)")
 	}
@@ -274,6 +275,8 @@ func runProviderAgent(ctx context.Context, cmd *cobra.Command, c *node.Client, h
 	}
 	cfg.FetchProgress = progressBar(cmd.ErrOrStderr())
 	cfg.Pipeline, _ = f.GetBool("pipeline")
+	autoUnjail, _ := f.GetBool("auto-unjail")
+	cfg.NoAutoUnjail = !autoUnjail
 	cfg.Lie, _ = f.GetBool("devnet-lie")
 	cfg.Finetune, _ = f.GetBool("finetune")
 	cfg.FinetuneEvery, _ = f.GetInt("finetune-every")

@@ -75,7 +75,9 @@ type checkResult struct {
 	err   error
 }
 
-func newTestNet(t *testing.T) *testNet {
+// newTestNet starts the chain, with what tweaks change in its genesis,
+// and its validator agent.
+func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	path, err := FindModel()
 	if err != nil {
 		t.Fatalf("agent tests need the shared model: %v", err)
@@ -93,6 +95,9 @@ func newTestNet(t *testing.T) *testNet {
 		if err := doc.AddAccount(ethcrypto.PubkeyToAddress(k.PublicKey), types.OGPU(1000)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, tweak := range tweaks {
+		tweak(doc)
 	}
 	conf, err := node.LocalConfig(n.home, 200*time.Millisecond)
 	if err != nil {

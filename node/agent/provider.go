@@ -23,6 +23,7 @@ import (
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/finetune"
 	"github.com/ogpu-network/ogpu/he"
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
@@ -111,6 +112,11 @@ type ProviderConfig struct {
 	// SessionRedeemMargin: blocks before a session's expiry at which
 	// everything held is redeemed (default 5).
 	SessionRedeemMargin uint64
+	// NoAutoUnjail turns off the automatic unjail: by default a provider
+	// jailed for a no-show sends MsgUnjailProvider once its jail term is
+	// over (a jailed provider's bids are refused: without it one missed
+	// deadline took a provider out for good).
+	NoAutoUnjail bool
 }
 
 // maxPipelineModel bounds the pipeline model a provider fetches.
@@ -134,7 +140,11 @@ type Provider struct {
 	// work tracks the goroutines Serve starts; Serve waits for them.
 	work sync.WaitGroup
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// saveMu serializes saveSecrets: each save snapshots and writes
+	// under it, so that the file on disk is the newest snapshot (two
+	// saves racing on one temporary file lost writes, found by the soak).
+	saveMu  sync.Mutex
 	models  map[types.Hash]*llm.Model
 	class   string
 	bids    map[taskKey]*bidSecret
@@ -166,6 +176,10 @@ type Provider struct {
 	// guards cfg.Strategy, which SetPricing swaps.
 	dash    *dashboard
 	priceMu sync.Mutex
+
+	// jail is this provider's jail as the chain last told it
+	// (autounjail).
+	jail jailState
 }
 
 type taskKey struct {
@@ -466,6 +480,7 @@ func (p *Provider) Serve(ctx context.Context) error {
 		return p.cfg.Chain.Unreachable(err)
 	}
 	p.height.Store(uint64(status.SyncInfo.LatestBlockHeight))
+	p.readJail(ctx)
 	p.pruneLanes(ctx)
 	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
 	if err != nil {
@@ -488,13 +503,16 @@ func (p *Provider) Serve(ctx context.Context) error {
 // resume picks up, after a restart from the same state dir, the work the
 // chain still expects of this provider and whose event it missed while it
 // was down: bids sealed before the restart whose job now takes reveals,
-// and tasks awarded to it that it has not committed while their commit
-// window is open. Without it a provider killed and restarted within the
-// window forfeited its bid deposit or was slashed as a no-show (found by
-// the e2e perturbation suite). Events of the blocks from the subscription
-// on start the same work again only once (startTask, the bid's Revealed).
-// Session lanes (loadLanes) and fine-tune tasks have their own restart
-// handling and are not resumed here.
+// and every slot awarded to it that still needs its work (resumeTasks).
+// Without it a provider killed and restarted within the window forfeited
+// its bid deposit or was slashed as a no-show (found by the e2e
+// perturbation suite). The node may be down or still starting when the
+// agent is back: every query is retried until the node answers or ctx
+// ends (untilAnswered), for a task given up is a slash. Events of the
+// blocks from the subscription on start the same work again only once
+// (startTask, the bid's Revealed); blocks wait in the subscription while
+// resume runs. Session lanes (loadLanes) and fine-tune tasks have their
+// own restart handling and are not resumed here.
 func (p *Provider) resume(ctx context.Context) {
 	p.mu.Lock()
 	var unrevealed []uint64
@@ -506,33 +524,113 @@ func (p *Provider) resume(ctx context.Context) {
 	p.mu.Unlock()
 	slices.Sort(unrevealed)
 	for _, id := range unrevealed {
-		if j, err := p.cfg.Chain.Job(ctx, id); err == nil && j.State == market.JobRevealing {
+		var j *chain.JobView
+		err := p.untilAnswered(ctx, "the job of a sealed bid", func() (err error) {
+			j, err = p.cfg.Chain.Job(ctx, id)
+			return err
+		})
+		if err == nil && j.State == market.JobRevealing {
 			p.log.Info("revealing a bid sealed before the restart", "job", id)
 			p.revealBids(ctx, id)
 		}
 	}
-	jobs, err := p.cfg.Chain.Jobs(ctx, "/provider/"+p.addr.Hex())
+	tasks, err := p.resumable(ctx)
 	if err != nil {
 		p.log.Warn("cannot list this provider's jobs to resume its tasks", "err", err)
 		return
 	}
-	h := p.height.Load()
+	for _, t := range tasks {
+		p.log.Info("resuming a task awarded before the restart", "job", t.Job, "stage", t.Stage, "status", t.status, "commit_deadline", t.commitDeadline)
+		p.startTask(ctx, t.taskKey, t.commitDeadline)
+	}
+}
+
+// resumeTask is a task resume starts.
+type resumeTask struct {
+	taskKey
+	status         string
+	commitDeadline uint64
+}
+
+// resumable lists the tasks this provider must resume (resumeTasks),
+// asking the node until it answers or ctx ends.
+func (p *Provider) resumable(ctx context.Context) ([]resumeTask, error) {
+	var jobs []chain.JobView
+	err := p.untilAnswered(ctx, "this provider's jobs", func() (err error) {
+		jobs, err = p.cfg.Chain.Jobs(ctx, "/provider/"+p.addr.Hex())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The height may have moved while the node was away: the commit
+	// windows are judged at the node's height now.
+	if st, err := p.cfg.Chain.RPC.Status(ctx); err == nil {
+		p.height.Store(uint64(max(st.SyncInfo.LatestBlockHeight, 0)))
+	}
+	return resumeTasks(jobs, p.addr, p.height.Load()), nil
+}
+
+// resumeTasks returns the tasks of jobs that provider addr holds a live,
+// uncommitted slot of and that still need its work at height h: executing
+// ones whose commit window is open, and pipeline stages still waiting for
+// their turn (a later stage the provider won is awarded with the job and
+// opens only once the previous stage settles: the soak found one
+// forgotten by a restarted provider and slashed as a no-show). Session and
+// fine-tune jobs are left to their own restart handling.
+func resumeTasks(jobs []chain.JobView, addr types.Address, h uint64) []resumeTask {
+	var out []resumeTask
 	for _, j := range jobs {
 		if j.State != market.JobRunning || j.Kind == market.KindSession || j.Kind == market.KindFinetune {
 			continue
 		}
 		for _, t := range j.Tasks {
-			if t.Status != verifier.TaskExecuting.String() || h > t.CommitDeadline {
+			switch t.Status {
+			case verifier.TaskExecuting.String():
+				if h > t.CommitDeadline {
+					continue
+				}
+			case verifier.TaskWaiting.String():
+			default:
 				continue
 			}
 			for _, s := range t.Slots {
-				if s.Provider == p.addr && !s.Committed && !s.NoShow {
-					p.log.Info("resuming a task awarded before the restart", "job", j.ID, "stage", t.Stage, "commit_deadline", t.CommitDeadline)
-					p.startTask(ctx, taskKey{j.ID, t.Stage}, t.CommitDeadline)
+				if s.Provider == addr && !s.Committed && !s.NoShow {
+					out = append(out, resumeTask{taskKey{j.ID, t.Stage}, t.Status, t.CommitDeadline})
 					break
 				}
 			}
 		}
+	}
+	return out
+}
+
+// Resume retries: the first wait after a failure, and the longest.
+const (
+	resumeRetryMin = 250 * time.Millisecond
+	resumeRetryMax = 10 * time.Second
+)
+
+// untilAnswered runs query until it succeeds, the app refuses it (a
+// node.QueryError: asking again gets the same answer) or ctx ends,
+// waiting between tries from resumeRetryMin, doubling up to
+// resumeRetryMax: the node may be down or still starting. Each failure is
+// logged with what was asked.
+func (p *Provider) untilAnswered(ctx context.Context, what string, query func() error) error {
+	wait := resumeRetryMin
+	for try := 1; ; try++ {
+		err := query()
+		var qe *node.QueryError
+		if err == nil || errors.As(err, &qe) || ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("the node does not answer: asking again", "what", what, "try", try, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, resumeRetryMax)
 	}
 }
 
@@ -590,6 +688,7 @@ func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
 		p.onEvent(ctx, b.Height, ev)
 	}
 	p.redeemSessions(ctx, uint64(b.Height))
+	p.unjailIfDue(ctx, uint64(b.Height))
 	// Reveal results whose commit window has closed.
 	p.mu.Lock()
 	var due []taskKey
@@ -620,6 +719,16 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		var e market.EventJobAwarded
 		if types.DecodeEvent(ev, &e) == nil && slices.Contains(e.Providers, p.addr.Hex()) {
 			p.startTask(ctx, taskKey{e.Job, e.Stage}, e.CommitDeadline)
+		}
+	case market.EventProviderJailed{}.EventType():
+		var e market.EventProviderJailed
+		if types.DecodeEvent(ev, &e) == nil && e.Provider == p.addr {
+			p.jailed(e.Until, e.Tombstoned, e.Reason)
+		}
+	case market.EventProviderUnjailed{}.EventType():
+		var e market.EventProviderUnjailed
+		if types.DecodeEvent(ev, &e) == nil && e.Provider == p.addr {
+			p.unjailed(uint64(height))
 		}
 	case market.EventStageOpened{}.EventType():
 		var e market.EventStageOpened
@@ -770,6 +879,11 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	if err != nil {
 		p.log.Warn("cannot read posted job", "job", id, "err", err)
 		p.decided(id, 0, nil, "cannot read the job: "+err.Error())
+		return
+	}
+	if why := p.jailedWhy(); why != "" {
+		p.log.Info("not bidding", "job", id, "reason", why)
+		p.decided(id, 0, nil, why)
 		return
 	}
 	if why := p.cannotRun(j); why != "" {
@@ -1253,6 +1367,8 @@ func (p *Provider) saveSecrets() {
 	if p.cfg.StateDir == "" {
 		return
 	}
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
 	p.mu.Lock()
 	s := secrets{Bids: map[string]*bidSecret{}, Results: map[string]*resultSecret{}}
 	for k, v := range p.bids {
@@ -1265,12 +1381,10 @@ func (p *Provider) saveSecrets() {
 	}
 	p.mu.Unlock()
 	bz, _ := json.MarshalIndent(s, "", "  ")
-	tmp := p.secretsFile() + ".tmp"
-	if err := os.WriteFile(tmp, bz, 0o600); err == nil {
-		err = os.Rename(tmp, p.secretsFile())
-		if err != nil {
-			p.log.Error("cannot save bid secrets", "err", err)
-		}
+	// A unique temporary file, synced, renamed, the folder synced: a
+	// crash leaves the old secrets or the new, never a torn file.
+	if err := atomicfile.Write(p.secretsFile(), bz, 0o600); err != nil {
+		p.log.Error("cannot save bid secrets", "file", p.secretsFile(), "err", err)
 	}
 }
 
