@@ -283,26 +283,12 @@ func benchClose(b *testing.B, st *auctionBench) {
 	st.logged.Do(func() {
 		b.Logf("state built in %s: %d providers, %d jobs, %d bids", st.setup.Round(time.Millisecond), st.jobs*st.perJob, st.jobs, st.jobs*st.perJob)
 	})
-	ctx := context.Background()
 	req := &abci.FinalizeBlockRequest{Height: benchCloseHeight, Time: time.Unix(0, 0), Hash: benchBlockHash(benchCloseHeight), Txs: st.last}
 	b.ReportAllocs()
 	var cpu time.Duration
-	var err error
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var res *abci.FinalizeBlockResponse
-		// The label lets a profile of the whole run (setup included) be
-		// cut down to the timed blocks: go tool pprof -tagfocus phase=close.
-		pprof.Do(ctx, pprof.Labels("phase", "close"), func(ctx context.Context) {
-			c0 := processCPU(b)
-			b.StartTimer()
-			res, err = st.app.FinalizeBlock(ctx, req)
-			b.StopTimer()
-			cpu += processCPU(b) - c0
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := finalizeTimed(b, st.app, req, "close", &cpu)
 		if i == 0 {
 			checkAuctionClose(b, st, res)
 		}
@@ -368,23 +354,12 @@ func BenchmarkAuctionReveal(b *testing.B) {
 	st.logged.Do(func() {
 		b.Logf("state built in %s: %d providers, %d jobs, %d reveals timed", st.setup.Round(time.Millisecond), st.jobs*st.perJob, st.jobs, len(st.reveals))
 	})
-	ctx := context.Background()
 	req := &abci.FinalizeBlockRequest{Height: benchCloseHeight - 1, Time: time.Unix(0, 0), Hash: benchBlockHash(benchCloseHeight - 1), Txs: st.reveals}
 	b.ReportAllocs()
 	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var res *abci.FinalizeBlockResponse
-		pprof.Do(ctx, pprof.Labels("phase", "reveal"), func(ctx context.Context) {
-			c0 := processCPU(b)
-			b.StartTimer()
-			res, err = st.app.FinalizeBlock(ctx, req)
-			b.StopTimer()
-			cpu += processCPU(b) - c0
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := finalizeTimed(b, st.app, req, "reveal", &cpu)
 		if i == 0 {
 			for k, r := range res.TxResults {
 				if r.Code != 0 {
@@ -406,3 +381,24 @@ func BenchmarkAuctionReveal(b *testing.B) {
 var benchRevealState = sync.OnceValues(func() (*auctionBench, error) {
 	return buildAuctionStateTo(benchJobs, benchBidsPerJob, false)
 })
+
+// finalizeTimed is one timed iteration: FinalizeBlock(req) with the timer
+// running, under the pprof label phase (so that a profile of the whole
+// run, setup included, can be cut down to the timed blocks: go tool pprof
+// -tagfocus phase=close), its process CPU added to *cpu.
+func finalizeTimed(b *testing.B, app *App, req *abci.FinalizeBlockRequest, phase string, cpu *time.Duration) *abci.FinalizeBlockResponse {
+	b.Helper()
+	var res *abci.FinalizeBlockResponse
+	var err error
+	pprof.Do(context.Background(), pprof.Labels("phase", phase), func(ctx context.Context) {
+		c0 := processCPU(b)
+		b.StartTimer()
+		res, err = app.FinalizeBlock(ctx, req)
+		b.StopTimer()
+		*cpu += processCPU(b) - c0
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
