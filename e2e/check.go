@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
@@ -22,6 +23,9 @@ type scanner struct {
 	next int64 // the next height to read
 
 	posted    map[uint64]types.Address // job -> client
+	kinds     map[uint64]string        // job -> kind
+	paid      map[uint64]bool          // a provider was paid for the job
+	pruned    map[uint64]bool          // the job ended and was pruned (retain_blocks later)
 	order     []uint64
 	outcomes  map[uint64][]string // task_settled outcomes
 	disputed  map[uint64]bool
@@ -45,7 +49,7 @@ type slashAt struct {
 }
 
 func newScanner() *scanner {
-	return &scanner{next: 1, posted: map[uint64]types.Address{}, outcomes: map[uint64][]string{},
+	return &scanner{next: 1, posted: map[uint64]types.Address{}, kinds: map[uint64]string{}, paid: map[uint64]bool{}, pruned: map[uint64]bool{}, outcomes: map[uint64][]string{},
 		disputed: map[uint64]bool{}, expired: map[uint64]bool{}, cancelled: map[uint64]bool{}}
 }
 
@@ -85,6 +89,21 @@ func (s *scanner) take(b node.BlockEvents) error {
 			s.order = append(s.order, e.Job)
 		}
 		s.posted[e.Job] = e.Client
+		s.kinds[e.Job] = e.Kind
+	}
+	paid, err := node.DecodeEvents[market.EventProviderPaid](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range paid {
+		s.paid[e.Job] = true
+	}
+	pruned, err := node.DecodeEvents[market.EventJobPruned](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range pruned {
+		s.pruned[e.Job] = true
 	}
 	settled, err := node.DecodeEvents[market.EventTaskSettled](b.Events)
 	if err != nil {
@@ -418,9 +437,15 @@ func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 	ids := append([]uint64(nil), n.scan.order...)
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	for _, id := range ids {
-		j, err := n.Clients[r].Job(ctx, id)
-		if err != nil {
-			return t, fmt.Errorf("job %d: %w", id, err)
+		// A job pruned from the state (market/prune.go: retain_blocks after
+		// it ended) is tallied from its events: it ended; settled if a
+		// provider was paid for it.
+		j := &chain.JobView{Job: &market.Job{Kind: n.scan.kinds[id]}}
+		if !n.scan.pruned[id] {
+			var err error
+			if j, err = n.Clients[r].Job(ctx, id); err != nil {
+				return t, fmt.Errorf("job %d: %w", id, err)
+			}
 		}
 		k := t.ByKind[j.Kind]
 		if k == nil {
@@ -430,6 +455,12 @@ func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 		for _, c := range []*JobCounts{&t.JobCounts, k} {
 			c.Posted++
 			switch {
+			case n.scan.pruned[id] && n.scan.disputed[id]:
+				c.Disputed++
+			case n.scan.pruned[id] && n.scan.paid[id]:
+				c.Settled++
+			case n.scan.pruned[id]:
+				c.Refunded++
 			case j.State.Open():
 				c.Open++
 			case n.scan.disputed[id]:
@@ -440,7 +471,7 @@ func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 				c.Refunded++
 			}
 		}
-		if j.State.Open() {
+		if !n.scan.pruned[id] && j.State.Open() {
 			t.Stuck = append(t.Stuck, fmt.Sprintf("%s job %d %s: %s", j.Kind, id, j.StateName, j.Phase))
 		}
 	}
