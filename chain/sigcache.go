@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -33,6 +35,8 @@ import (
 // read nothing but "these exact bytes verified".
 type sigCache struct {
 	seen *ringMap[*types.Tx]
+	// recoveries counts the signature recoveries decodeVerified made.
+	recoveries atomic.Int64
 }
 
 // sigCacheSize bounds the cache: several blocks and a full mempool.
@@ -71,25 +75,20 @@ func (c *sigCache) add(k [32]byte, size int, tx *types.Tx) {
 	c.seen.put(k, tx, false)
 }
 
-// verify is tx.VerifySignature for the transaction encoded as bz,
-// answered from the cache when these bytes verified before.
-func (c *sigCache) verify(bz []byte, tx *types.Tx) error {
-	k := sha256.Sum256(bz)
-	if c.has(k) {
-		return nil
-	}
-	if err := tx.VerifySignature(); err != nil {
-		return err
-	}
-	c.add(k, len(bz), tx)
-	return nil
-}
-
 // decodeVerified decodes bz and verifies its signature into the cache;
 // nothing is kept for bytes that do not decode or do not verify.
 func (c *sigCache) decodeVerified(k [32]byte, bz []byte) {
-	if tx, err := types.DecodeTx(bz); err == nil && tx.VerifySignature() == nil {
-		c.add(k, len(bz), tx)
+	if tx, err := types.DecodeTx(bz); err == nil {
+		c.verifyDecoded(k, len(bz), tx)
+	}
+}
+
+// verifyDecoded verifies tx, decoded from the size bytes hashing to k,
+// into the cache.
+func (c *sigCache) verifyDecoded(k [32]byte, size int, tx *types.Tx) {
+	c.recoveries.Add(1)
+	if tx.VerifySignature() == nil {
+		c.add(k, size, tx)
 	}
 }
 
@@ -117,14 +116,33 @@ func (c *sigCache) prewarm(txs [][]byte) {
 }
 
 // PreverifyTx verifies the signature of the transaction encoded as bz into
-// the signature cache, if it decodes and is not cached yet. It reads no
-// state and may run concurrently with every ABCI call (node.NewClientCreator
-// runs it before CheckTx takes the app's mutex), so that CheckTx finds the
-// costly recovery done. It changes no answer: a transaction whose signature
-// does not verify is not cached, and CheckTx refuses it as before. The
-// mempool has refused bytes over its max_tx_bytes before this runs.
+// the signature cache, if it decodes and is not cached yet. It may run
+// concurrently with every ABCI call (node.NewClientCreator runs it before
+// CheckTx takes its mutex), so that CheckTx finds the costly recovery
+// done. It changes no answer: a transaction whose signature does not
+// verify is not cached, and CheckTx refuses it as before. The mempool has
+// refused bytes over its max_tx_bytes before this runs.
+//
+// The cheap checks still come first, as in runTx: a transaction whose
+// sender cannot pay its fee, or whose nonce was used, in the mempool's
+// view gets no recovery here (CheckTx then refuses it before its own), so
+// a stranger's unfunded or replayed transactions cost the node a decode
+// and two reads, not a secp256k1 recovery.
 func (a *App) PreverifyTx(bz []byte) {
-	if k := sha256.Sum256(bz); !a.sigs.has(k) {
-		a.sigs.decodeVerified(k, bz)
+	k := sha256.Sum256(bz)
+	if a.sigs.has(k) {
+		return
 	}
+	tx, err := types.DecodeTx(bz)
+	if err != nil || tx.Body.Fee == nil {
+		return
+	}
+	a.checkMu.Lock()
+	used := tx.Body.Nonce < getNonce(a.check, tx.Body.From)
+	poor := escrow.NewKeeper(a.check).Balance(tx.Body.From).Lt(tx.Body.Fee)
+	a.checkMu.Unlock()
+	if used || poor {
+		return
+	}
+	a.sigs.verifyDecoded(k, len(bz), tx)
 }

@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -109,5 +111,53 @@ func TestSigCacheIsBounded(t *testing.T) {
 	}
 	if c.has(key(0)) || c.has(key(9)) || !c.has(key(10)) || !c.has(key(sigCacheSize+9)) {
 		t.Fatal("the oldest entries were not the ones forgotten")
+	}
+}
+
+// verify is tx.VerifySignature for the transaction encoded as bz,
+// answered from the cache when these bytes verified before (the path
+// runTx takes).
+func (c *sigCache) verify(bz []byte, tx *types.Tx) error {
+	k := sha256.Sum256(bz)
+	if c.has(k) {
+		return nil
+	}
+	if err := tx.VerifySignature(); err != nil {
+		return err
+	}
+	c.add(k, len(bz), tx)
+	return nil
+}
+
+// A spammer's transactions cost no recovery before the cheap checks: the
+// mempool's CheckTx refuses a sender who cannot pay the fee, or a used
+// nonce, before it verifies a signature, and PreverifyTx (which runs
+// before CheckTx, on every RPC and peer goroutine) must not undo that by
+// recovering first. An unfunded stranger's transfer and a replay of a
+// spent nonce get none; a funded sender's next transaction gets one, once.
+func TestPreverifySkipsWhatCheapChecksRefuse(t *testing.T) {
+	h := newHarness(t, store.NewMemTree(), testGenesis())
+	h.block(h.tx("alice", send("bob", types.OGPU(1))))
+	spent := signTx(t, testKey("alice"), 0, send("bob", types.OGPU(1)))
+	h.app.sigs.recoveries.Store(0) // the block's own
+	for i := range 20 {
+		stranger := signTx(t, testKey(fmt.Sprint("stranger ", i)), 0, send("bob", types.OGPU(1)))
+		h.app.PreverifyTx(stranger)
+		h.app.PreverifyTx(spent)
+		if r := h.checkTx(stranger); r.Code != types.CodeOf(types.ErrInsufficientFunds) {
+			t.Fatalf("an unfunded sender's transfer: code %d: %s", r.Code, r.Log)
+		}
+	}
+	if n := h.app.sigs.recoveries.Load(); n != 0 {
+		t.Fatalf("%d signature recoveries for transactions the cheap checks refuse", n)
+	}
+	next := signTx(t, testKey("alice"), 1, send("bob", types.OGPU(1)))
+	h.app.PreverifyTx(next)
+	h.app.PreverifyTx(next)
+	if n := h.app.sigs.recoveries.Load(); n != 1 {
+		t.Fatalf("%d recoveries for a payable transaction preverified twice, want 1", n)
+	}
+	if r := h.checkTx(next); r.Code != 0 {
+		t.Fatal(r.Log)
 	}
 }
