@@ -19,6 +19,7 @@ import (
 	"github.com/holiman/uint256"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/node/pricing"
@@ -35,6 +36,16 @@ type downRPC struct {
 	rpcclient.Client
 	down    atomic.Bool
 	refused atomic.Int64
+	// onQuery, if set, sees each query's path before it is answered (a
+	// test takes the node down at a given read).
+	onQuery func(path string)
+}
+
+func (r *downRPC) query(path string) error {
+	if r.onQuery != nil {
+		r.onQuery(path)
+	}
+	return r.fail()
 }
 
 var errConnRefused = errors.New("post failed: dial tcp 127.0.0.1:1: connect: connection refused")
@@ -55,14 +66,14 @@ func (r *downRPC) ABCIInfo(ctx context.Context) (*ctypes.ResultABCIInfo, error) 
 }
 
 func (r *downRPC) ABCIQuery(ctx context.Context, path string, data cmtbytes.HexBytes) (*ctypes.ResultABCIQuery, error) {
-	if err := r.fail(); err != nil {
+	if err := r.query(path); err != nil {
 		return nil, err
 	}
 	return r.Client.ABCIQuery(ctx, path, data)
 }
 
 func (r *downRPC) ABCIQueryWithOptions(ctx context.Context, path string, data cmtbytes.HexBytes, o rpcclient.ABCIQueryOptions) (*ctypes.ResultABCIQuery, error) {
-	if err := r.fail(); err != nil {
+	if err := r.query(path); err != nil {
 		return nil, err
 	}
 	return r.Client.ABCIQueryWithOptions(ctx, path, data, o)
@@ -207,12 +218,15 @@ func TestPipelineStagesWhileNodeDown(t *testing.T) {
 	rpc := &downRPC{Client: n.c.RPC}
 	viaDown := &node.Client{RPC: rpc}
 	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = viaDown }
-	// The node goes down three times: at the first stage task's start
-	// (the tasks read the job), once a stage-0 output is evaluated (its
-	// commit follows), and once stage 2's tasks wait for their turn (they
-	// ask whether it is open). It comes back half a second after a task
-	// logs a retry, or after 20 s (a task that gave up logs none).
+	// The node goes down three times: at the first read of the job once
+	// the bids are revealed (a stage task's start: the read that fails is
+	// that task's own, not a race with its log line), once a stage-0
+	// output is evaluated (its commit follows), and once stage 2's tasks
+	// wait for their turn (they ask whether it is open). It comes back
+	// half a second after a task logs a retry, or after 20 s (a task that
+	// gave up logs none).
 	var reads, commits, stageReads atomic.Int64
+	var revealed atomic.Bool
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	downOnce := func(why string) {
@@ -225,10 +239,15 @@ func TestPipelineStagesWhileNodeDown(t *testing.T) {
 		rpc.down.Store(true)
 		time.AfterFunc(20*time.Second, func() { rpc.down.Store(false) })
 	}
+	rpc.onQuery = func(path string) {
+		if revealed.Load() && strings.HasPrefix(path, chain.QueryJob) {
+			downOnce("start")
+		}
+	}
 	tapLogs(t, func(name, line string) {
 		switch {
-		case strings.Contains(line, "won the auction: pipeline stage"):
-			downOnce("start")
+		case strings.Contains(line, "revealed bid"):
+			revealed.Store(true)
 		case strings.Contains(line, "evaluated stage on ciphertexts") && strings.Contains(line, " stage=0 "):
 			downOnce("commit")
 		case strings.Contains(line, "loaded model and evaluation keys") && strings.Contains(line, " stage=2 "):
