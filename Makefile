@@ -69,8 +69,11 @@ unit:
 # TestPerturbationShort (./e2e, ~2 minutes) runs in unit only, like
 # TestBridgeE2E: every party of it is a separate process built without
 # -race (its proxy has its own race-run test, TestProxyPartitionHeal).
+# node/agent alone takes 450 s of the 10-minute default under -race on CI's
+# 2 cores (every test a real chain and libp2p hosts): 30 minutes per
+# package, as make bench's long benchmarks have.
 race:
-	$(GO) test -race -count=1 -skip '^(TestDevnet|TestBridgeE2E)$$' $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 30m -skip '^(TestDevnet|TestBridgeE2E)$$' $(RACE_PKGS)
 
 # CKKS evaluation is only deterministic on 64-bit builds: he refuses to
 # compile for 32-bit ones. Checked by building (never running) a GOARCH=386
