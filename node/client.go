@@ -237,8 +237,19 @@ func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error
 
 // WaitTx polls until the transaction is in a block or ctx ends.
 func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, error) {
+	return c.waitTx(ctx, hash, nil)
+}
+
+// waitTx is WaitTx; with bz (the transaction's bytes) it also broadcasts
+// them again every rebroadcastEvery until a block includes them, for a
+// node that lost its mempool (see Sender.Send). The answer does not
+// matter: the node takes the bytes, or holds them already, or refuses
+// them (their nonce is used: included, or taken by another transaction
+// of the sender); the lookup and ctx decide.
+func (c *Client) waitTx(ctx context.Context, hash, bz []byte) (*ctypes.ResultTx, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	again := time.Now().Add(rebroadcastEvery)
 	for {
 		res, err := c.RPC.Tx(ctx, hash, false)
 		if err == nil {
@@ -246,6 +257,10 @@ func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, err
 				return res, &TxError{Hash: hash, Height: res.Height, Code: res.TxResult.Code, Log: res.TxResult.Log}
 			}
 			return res, nil
+		}
+		if bz != nil && time.Now().After(again) {
+			again = time.Now().Add(rebroadcastEvery)
+			_, _ = c.RPC.BroadcastTxSync(ctx, bz)
 		}
 		select {
 		case <-ctx.Done():
