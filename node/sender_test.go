@@ -291,3 +291,41 @@ func TestSendSurvivesLostMempool(t *testing.T) {
 		t.Fatalf("recipient of the lost transfer holds %v, %v; want 1000 base units (once)", acct, err)
 	}
 }
+
+// TestSendLostTxWhoseNonceWasTaken: the node lost a transaction and the
+// sender's key signed another with the same nonce (a second process, or
+// the sender's own resync after "nonce ahead"). The lost one can never
+// land: Send says so with a nonce refusal soon after (the caller signs
+// its messages again), instead of waiting for its context to end.
+func TestSendLostTxWhoseNonceWasTaken(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rpc := &losingRPC{Client: tc.local.RPC}
+	rpc.lose.Store(1)
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Send(ctx, transfer(0))
+		done <- err
+	}()
+	for rpc.lose.Load() > 0 { // the lost broadcast happened
+		time.Sleep(10 * time.Millisecond)
+	}
+	other := NewSender(tc.local, tc.keys[0]) // reads nonce 0 from the chain
+	if res, err := other.Send(ctx, transfer(1)); err != nil || txNonce(t, res) != 0 {
+		t.Fatalf("the other transaction: %v", err)
+	}
+	err := <-done
+	var te *TxError
+	if !errors.As(err, &te) || te.Code != types.ErrNonceUsed.Code {
+		t.Fatalf("Send of the lost transaction: %v, want a nonce-used refusal", err)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("Send gave up after %s, want soon after its nonce was taken", waited)
+	}
+	if acct, err := tc.local.Account(ctx, recipient(0)); err != nil || !acct.Balance.IsZero() {
+		t.Fatalf("recipient of the lost transfer holds %v, %v; want nothing", acct, err)
+	}
+}
