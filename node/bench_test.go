@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,16 @@ func BenchmarkTransfers(b *testing.B) {
 		n := startBenchNode(b, conf, proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()))
 		runTransfers(b, n, perSender, b.N)
 	})
+}
+
+// processCPU is the CPU time this process has used so far, user and
+// system, all threads.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchGenesis returns the senders' keys and an app_state funding each with
@@ -316,6 +327,7 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 	}
 
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	start := time.Now()
 	errc := make(chan error, len(perSender))
 	var submitted sync.WaitGroup
@@ -360,6 +372,7 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 		}
 	}
 	elapsed := time.Since(start)
+	cpu := processCPU(b) - cpu0
 	b.StopTimer()
 	submitted.Wait()
 	if committed != total {
@@ -390,6 +403,10 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "tx/s")
 	b.ReportMetric(float64(total)/float64(last-first), "tx/block")
 	b.ReportMetric(float64(total)/submitDone.Seconds(), "submit-tx/s")
+	// The process's CPU time (user and system, every thread: the
+	// submitters, CometBFT and the app) per transaction: what the run
+	// cost, apart from how many cores the machine had to give it.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(total), "cpu-µs/tx")
 	// Rounds beyond the first, summed over the blocks: a proposal that took
 	// longer than timeout_propose to build lost its round.
 	b.ReportMetric(float64(rounds), "extra-rounds")

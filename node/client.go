@@ -237,8 +237,23 @@ func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error
 
 // WaitTx polls until the transaction is in a block or ctx ends.
 func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, error) {
+	return c.waitTx(ctx, hash, nil)
+}
+
+// waitTx is WaitTx; with bz (the transaction's bytes) it also broadcasts
+// them again every rebroadcastEvery until a block includes them, for a
+// node that lost its mempool (see Sender.Send). The node takes the bytes
+// again, or holds them already, or refuses them. A refusal for a used
+// nonce means a block included them (the lookup finds them) or another
+// transaction of the sender took their nonce: they can never land. After
+// two such refusals in a row and still no inclusion, waitTx returns that
+// refusal, so that the caller signs its messages again instead of
+// waiting for ctx to end.
+func (c *Client) waitTx(ctx context.Context, hash, bz []byte) (*ctypes.ResultTx, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	again := time.Now().Add(rebroadcastEvery)
+	nonceUsed := 0 // rebroadcasts in a row refused for the nonce
 	for {
 		res, err := c.RPC.Tx(ctx, hash, false)
 		if err == nil {
@@ -247,12 +262,35 @@ func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, err
 			}
 			return res, nil
 		}
+		if bz != nil && time.Now().After(again) {
+			if nonceUsed >= 2 {
+				return nil, &TxError{Hash: hash, Code: types.ErrNonceUsed.Code,
+					Log: "no block included the transaction and its nonce is used by another transaction of the sender: send the messages again"}
+			}
+			again = time.Now().Add(rebroadcastEvery)
+			if refusedForNonce(c.RPC.BroadcastTxSync(ctx, bz)) {
+				nonceUsed++
+			} else {
+				nonceUsed = 0
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("transaction %X not included yet: %w", hash, ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// refusedForNonce reports whether a broadcast's answer is the mempool's
+// refusal of the transaction for a used nonce (not "already in the
+// cache": the node holds those bytes, waiting for a block).
+func refusedForNonce(r *ctypes.ResultBroadcastTx, err error) bool {
+	if err == nil {
+		return r.Code == types.ErrNonceUsed.Code
+	}
+	m := checkTxRefusal.FindStringSubmatch(err.Error())
+	return m != nil && m[1] == strconv.FormatUint(uint64(types.ErrNonceUsed.Code), 10)
 }
 
 // BroadcastAndWait broadcasts and waits for inclusion.

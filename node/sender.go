@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -48,14 +49,23 @@ func NewSender(c *Client, key *ecdsa.PrivateKey) *Sender {
 func (s *Sender) Address() types.Address { return s.addr }
 
 // Send signs msgs into one transaction, broadcasts it and waits for its
-// block. A refusal, in the mempool or in the block, is a *TxError.
+// inclusion. While it waits it broadcasts the same bytes again every
+// rebroadcastEvery: a node restarted (kill -9) after its mempool took the
+// transaction, and before a block did, has forgotten it, and would
+// otherwise keep the sender waiting until ctx ends while the transaction's
+// deadline passes. The identical bytes cannot be included twice (same
+// nonce); a node that still holds them answers from its cache.
 func (s *Sender) Send(ctx context.Context, msgs ...types.RawMsg) (*ctypes.ResultTx, error) {
-	hash, err := s.Submit(ctx, msgs...)
+	hash, bz, err := s.submit(ctx, msgs)
 	if err != nil {
 		return nil, err
 	}
-	return s.c.WaitTx(ctx, hash)
+	return s.c.waitTx(ctx, hash, bz)
 }
+
+// rebroadcastEvery is how long Send waits for a block to include its
+// transaction before it hands the node the same bytes again.
+var rebroadcastEvery = 3 * time.Second
 
 // Submit signs msgs into one transaction and broadcasts it without waiting
 // for a block; it returns the transaction hash. A mempool refusal is a
@@ -64,26 +74,32 @@ func (s *Sender) Send(ctx context.Context, msgs ...types.RawMsg) (*ctypes.Result
 // the node recognizes the identical transaction while its mempool cache
 // remembers it.
 func (s *Sender) Submit(ctx context.Context, msgs ...types.RawMsg) ([]byte, error) {
+	hash, _, err := s.submit(ctx, msgs)
+	return hash, err
+}
+
+// submit is Submit, also returning the signed bytes it broadcast.
+func (s *Sender) submit(ctx context.Context, msgs []types.RawMsg) ([]byte, []byte, error) {
 	if s.key == nil {
-		return nil, errors.New("sender has no key")
+		return nil, nil, errors.New("sender has no key")
 	}
 	if len(msgs) == 0 {
-		return nil, errors.New("nothing to send: a transaction needs at least one message")
+		return nil, nil, errors.New("nothing to send: a transaction needs at least one message")
 	}
 	select {
 	case s.lock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("not submitted: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("not submitted: %w", ctx.Err())
 	}
 	defer func() { <-s.lock }()
 
 	if err := s.load(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	hash, err := s.broadcast(ctx, msgs)
+	hash, bz, err := s.broadcast(ctx, msgs)
 	var te *TxError
 	if !errors.As(err, &te) {
-		return hash, err
+		return hash, bz, err
 	}
 	switch te.Code {
 	case types.ErrNonceUsed.Code, types.ErrNonceAhead.Code:
@@ -94,7 +110,7 @@ func (s *Sender) Submit(ctx context.Context, msgs ...types.RawMsg) ([]byte, erro
 		acct, qerr := s.c.Account(ctx, s.addr)
 		if qerr != nil {
 			s.synced = false
-			return hash, errors.Join(err, qerr)
+			return hash, bz, errors.Join(err, qerr)
 		}
 		if te.Code == types.ErrNonceUsed.Code {
 			s.next = max(acct.Nonce, s.next+1)
@@ -104,17 +120,17 @@ func (s *Sender) Submit(ctx context.Context, msgs ...types.RawMsg) ([]byte, erro
 	case types.ErrFeeTooLow.Code:
 		params, perr := s.c.Params(ctx)
 		if perr != nil {
-			return hash, errors.Join(err, perr)
+			return hash, bz, errors.Join(err, perr)
 		}
 		s.params = params
 	default:
-		return hash, err
+		return hash, bz, err
 	}
-	hash, err = s.broadcast(ctx, msgs)
+	hash, bz, err = s.broadcast(ctx, msgs)
 	if errors.As(err, &te) && (te.Code == types.ErrNonceUsed.Code || te.Code == types.ErrNonceAhead.Code) {
 		s.synced = false // read the account again next time
 	}
-	return hash, err
+	return hash, bz, err
 }
 
 // load reads what the sender caches and has not read yet.
@@ -144,30 +160,37 @@ func (s *Sender) load(ctx context.Context) error {
 }
 
 // broadcast signs msgs with the next nonce and broadcasts them; the nonce
-// is used once the mempool has the transaction.
-func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, error) {
+// is used once the mempool has the transaction. It returns the
+// transaction's hash and bytes.
+func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, []byte, error) {
 	tx := &types.Tx{Body: types.TxBody{ChainID: s.chainID, From: s.addr, Nonce: s.next, Msgs: msgs}}
 	tx.Body.Fee = RequiredFee(s.params, tx)
 	if err := tx.Sign(s.key); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bz, err := tx.Encode()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hash := types.TxHash(bz)
 	res, err := s.c.RPC.BroadcastTxSync(ctx, bz)
 	switch {
-	case err != nil && strings.Contains(err.Error(), "tx already exists in cache"):
+	case err != nil && inMempoolCache(err):
 		// The identical transaction (same nonce, same messages) was
 		// accepted before, by a submission whose answer was lost.
 		s.next++
-		return hash, nil
+		return hash, bz, nil
 	case err != nil:
-		return hash, s.c.broadcastError(ctx, bz, err)
+		return hash, bz, s.c.broadcastError(ctx, bz, err)
 	case res.Code != 0:
-		return res.Hash, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
+		return res.Hash, bz, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
 	}
 	s.next++
-	return res.Hash, nil
+	return res.Hash, bz, nil
+}
+
+// inMempoolCache reports whether a broadcast was refused because the node
+// has these very bytes already.
+func inMempoolCache(err error) bool {
+	return strings.Contains(err.Error(), "tx already exists in cache")
 }

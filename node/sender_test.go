@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/types"
@@ -231,5 +233,99 @@ func BenchmarkSenderSubmit(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 		})
+	}
+}
+
+// losingRPC is a node's RPC that answers the first broadcast "taken"
+// without passing it on: the node took the transaction into its mempool
+// and was killed before any block included it. lost counts the
+// broadcasts it dropped, sent all the others.
+type losingRPC struct {
+	rpcclient.Client
+	lose atomic.Int32 // broadcasts still to drop
+	sent atomic.Int32
+}
+
+func (r *losingRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	if r.lose.Add(-1) >= 0 {
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash()}, nil
+	}
+	r.sent.Add(1)
+	return r.Client.BroadcastTxSync(ctx, tx)
+}
+
+// TestSendSurvivesLostMempool is the soak's job 130: a provider's
+// commitment was taken by its node's mempool, the node was killed before
+// a block included it, and the provider's Send waited for a transaction
+// nobody held until the commit deadline passed (a no-show). Send now
+// hands the node the same bytes again while it waits: the transfer lands
+// once, with the nonce it was signed with, and the next one follows.
+func TestSendSurvivesLostMempool(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rpc := &losingRPC{Client: tc.local.RPC}
+	rpc.lose.Store(1)
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
+	res, err := s.Send(ctx, transfer(0))
+	if err != nil {
+		t.Fatalf("a transaction its node lost was not sent again: %v", err)
+	}
+	if got := txNonce(t, res); got != 0 {
+		t.Fatalf("the lost transfer landed with nonce %d, want 0", got)
+	}
+	if rpc.sent.Load() == 0 {
+		t.Fatal("landed without a broadcast reaching the node")
+	}
+	// Rebroadcasts of an included transaction change nothing: one
+	// transfer, and the sender's next nonce is 1.
+	res, err = s.Send(ctx, transfer(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := txNonce(t, res); got != 1 {
+		t.Fatalf("the next transfer has nonce %d, want 1", got)
+	}
+	acct, err := tc.local.Account(ctx, recipient(0))
+	if err != nil || acct.Balance.Uint64() != 1000 {
+		t.Fatalf("recipient of the lost transfer holds %v, %v; want 1000 base units (once)", acct, err)
+	}
+}
+
+// TestSendLostTxWhoseNonceWasTaken: the node lost a transaction and the
+// sender's key signed another with the same nonce (a second process, or
+// the sender's own resync after "nonce ahead"). The lost one can never
+// land: Send says so with a nonce refusal soon after (the caller signs
+// its messages again), instead of waiting for its context to end.
+func TestSendLostTxWhoseNonceWasTaken(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rpc := &losingRPC{Client: tc.local.RPC}
+	rpc.lose.Store(1)
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Send(ctx, transfer(0))
+		done <- err
+	}()
+	for rpc.lose.Load() > 0 { // the lost broadcast happened
+		time.Sleep(10 * time.Millisecond)
+	}
+	other := NewSender(tc.local, tc.keys[0]) // reads nonce 0 from the chain
+	if res, err := other.Send(ctx, transfer(1)); err != nil || txNonce(t, res) != 0 {
+		t.Fatalf("the other transaction: %v", err)
+	}
+	err := <-done
+	var te *TxError
+	if !errors.As(err, &te) || te.Code != types.ErrNonceUsed.Code {
+		t.Fatalf("Send of the lost transaction: %v, want a nonce-used refusal", err)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("Send gave up after %s, want soon after its nonce was taken", waited)
+	}
+	if acct, err := tc.local.Account(ctx, recipient(0)); err != nil || !acct.Balance.IsZero() {
+		t.Fatalf("recipient of the lost transfer holds %v, %v; want nothing", acct, err)
 	}
 }
