@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,11 +314,14 @@ func TestSubscribeRefusals(t *testing.T) {
 }
 
 // tcpProxy forwards loopback connections to a node's RPC port and can cut
-// them all, as a dropped network would. It counts websocket connections.
+// them all, as a dropped network would, and refuse new websockets for a
+// while, as a node that is down for them would. It counts the websocket
+// connections it forwarded.
 type tcpProxy struct {
-	l      net.Listener
-	target string
-	ws     atomic.Int32
+	l        net.Listener
+	target   string
+	ws       atomic.Int32
+	refuseWS atomic.Bool
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -340,27 +344,39 @@ func (p *tcpProxy) serve() {
 		if err != nil {
 			return
 		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		br := bufio.NewReader(c)
-		go func() {
-			if head, err := br.Peek(len("GET /websocket")); err == nil && string(head) == "GET /websocket" {
-				p.ws.Add(1)
-			}
-			_, _ = io.Copy(up, br)
-			up.Close()
-		}()
-		go func() {
-			_, _ = io.Copy(c, up)
-			c.Close()
-		}()
+		go p.forward(c)
 	}
+}
+
+func (p *tcpProxy) forward(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+	br := bufio.NewReader(c)
+	head, err := br.Peek(len("GET /websocket"))
+	isWS := err == nil && string(head) == "GET /websocket"
+	if isWS && p.refuseWS.Load() {
+		_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	p.mu.Unlock()
+	if isWS {
+		p.ws.Add(1)
+	}
+	go func() {
+		_, _ = io.Copy(up, br)
+		up.Close()
+	}()
+	_, _ = io.Copy(c, up)
+	c.Close()
 }
 
 // cut closes every connection made so far.
@@ -522,5 +538,158 @@ func TestSubscribeDeliversCommittedBlocks(t *testing.T) {
 				t.Fatalf("block %d delivered while the application has committed only %d", be.Height, h)
 			}
 		}
+	}
+}
+
+// countLogger counts the messages logged with text msg.
+type countLogger struct {
+	msg string
+	n   *atomic.Int32
+}
+
+func (l countLogger) Debug(msg string, _ ...any) { l.count(msg) }
+func (l countLogger) Info(msg string, _ ...any)  { l.count(msg) }
+func (l countLogger) Error(msg string, _ ...any) { l.count(msg) }
+func (l countLogger) With(...any) log.Logger     { return l }
+func (l countLogger) count(msg string) {
+	if msg == l.msg {
+		l.n.Add(1)
+	}
+}
+
+// TestSubscribeReopenWhileNodeComesBack is the soak's crash of `ogpu job
+// run` (a panic in a goroutine of CometBFT's websocket client, "send on
+// closed channel") as a test. The node's websockets drop (as when it is
+// killed) and new ones are refused for a while; polling goes on, and each
+// subscription re-opens its events while the websocket is still refused.
+// CometBFT's client, stopped by that re-open while its own reconnect was
+// asleep, dialled again once the websocket was back, resubscribed, and sent
+// the answer on the channel Stop had closed. Several subscriptions go
+// through this several times: blocks keep coming without a gap, nothing
+// panics, and no goroutine is left once they end.
+func TestSubscribeReopenWhileNodeComesBack(t *testing.T) {
+	const subs, rounds = 8, 3
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	target := strings.TrimPrefix(tc.conf.RPC.ListenAddress, "tcp://")
+	p := startProxy(t, target)
+	c, err := Dial(p.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sctx, scancel := context.WithCancel(ctx)
+	refused := make([]*atomic.Int32, subs)
+	heights := make([]atomic.Int64, subs)
+	errs := make(chan error, subs)
+	var readers sync.WaitGroup
+	from := latestHeight(t, tc.local)
+	for i := range subs {
+		refused[i] = new(atomic.Int32)
+		logger := countLogger{msg: "cannot subscribe to new blocks; polling meanwhile", n: refused[i]}
+		sub, err := c.Subscribe(sctx, from, SubscribeEvery(100*time.Millisecond), SubscribeLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			want := from
+			for be := range sub {
+				if be.Height != want {
+					errs <- fmt.Errorf("subscription %d: got block %d, want %d", i, be.Height, want)
+					scancel()
+					for range sub {
+					}
+					return
+				}
+				heights[i].Store(be.Height)
+				want++
+			}
+		}()
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			case err := <-errs:
+				t.Fatal(err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("every subscription's websocket", func() bool { return p.ws.Load() >= subs })
+	for round := range rounds {
+		p.refuseWS.Store(true)
+		before := make([]int32, subs)
+		for i := range subs {
+			before[i] = refused[i].Load()
+		}
+		p.cut()
+		waitFor(fmt.Sprintf("round %d: every subscription refused its websocket", round), func() bool {
+			for i := range subs {
+				if refused[i].Load() == before[i] {
+					return false
+				}
+			}
+			return true
+		})
+		ws := p.ws.Load()
+		p.refuseWS.Store(false)
+		waitFor(fmt.Sprintf("round %d: every subscription's websocket again", round), func() bool { return p.ws.Load() >= ws+subs })
+		// CometBFT's client redialled 1 to 3 s after the cut.
+		time.Sleep(2 * time.Second)
+	}
+	until := latestHeight(t, tc.local) + 3
+	waitFor("blocks after the last round", func() bool {
+		for i := range subs {
+			if heights[i].Load() < until {
+				return false
+			}
+		}
+		return true
+	})
+	scancel()
+	readers.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// subscriptionGoroutines are the stacks of the goroutines that event
+// subscriptions start (ours and CometBFT's websocket client's).
+func subscriptionGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	var left []string
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, mark := range []string{
+			"ogpu/node.(*subscription)", "ogpu/node.(*wsEvents)",
+			"rpc/jsonrpc/client.(*WSClient)", "rpc/client/http.(*WSEvents)", "rpc/client/http.newWSEvents",
+		} {
+			if strings.Contains(g, mark) {
+				left = append(left, g)
+				break
+			}
+		}
+	}
+	return left
+}
+
+// checkNoSubscriptionGoroutines fails t if a subscription's goroutine is
+// still running a few seconds from now.
+func checkNoSubscriptionGoroutines(t *testing.T) {
+	t.Helper()
+	left := subscriptionGoroutines()
+	for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = subscriptionGoroutines() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d goroutines of ended subscriptions left:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
