@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -20,7 +23,9 @@ import (
 	"github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/rpc/client/local"
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gorilla/websocket"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -692,4 +697,202 @@ func checkNoSubscriptionGoroutines(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("%d goroutines of ended subscriptions left:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
+}
+
+// rpcAddr is the test chain's RPC address as Dial takes it.
+func (tc *testChain) rpcAddr() string { return tc.conf.RPC.ListenAddress }
+
+var newBlockHeaders = cmttypes.EventQueryNewBlockHeader.String()
+
+// closeWithin calls w.Close and fails t if it does not return within d, or
+// if Events is then not closed, or Err is set: Close stopped it, no
+// failure did.
+func closeWithin(t *testing.T, w *wsEvents, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { w.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("Close did not return within %s", d)
+	}
+	for { // Close returned: the reader has closed Events
+		select {
+		case _, ok := <-w.Events():
+			if ok {
+				continue // an event sent before Close
+			}
+		default:
+			t.Fatal("Close returned before Events was closed")
+		}
+		break
+	}
+	if err := w.Err(); err != nil {
+		t.Fatalf("Err after Close = %v, want nil (Close is no failure)", err)
+	}
+}
+
+// TestWSEventsReadAndClose: the subscriber delivers new-block headers of
+// consecutive heights, and Close ends it while its reader waits for the next
+// one (in the read) and while its reader waits for the caller (in the send,
+// nobody reading an unbuffered channel); either way Close returns, Events
+// is closed, and no goroutine is left.
+func TestWSEventsReadAndClose(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	w, err := dialEvents(ctx, tc.rpcAddr(), newBlockHeaders, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range 3 {
+		select {
+		case ev := <-w.Events():
+			h := eventHeight(ev)
+			if last != 0 && h != last+1 {
+				t.Fatalf("got height %d after %d", h, last)
+			}
+			last = h
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	closeWithin(t, w, 3*time.Second) // the reader is in the read, or sending into the buffer
+	closeWithin(t, w, time.Second)   // again: no effect
+
+	w, err = dialEvents(ctx, tc.rpcAddr(), newBlockHeaders, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // blocks are 100ms: the reader waits on the send
+	closeWithin(t, w, 3*time.Second)
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsConnectionLost: a cut connection ends the subscription with
+// an error, and Close racing the cut (from another goroutine) never panics
+// or hangs, whichever comes first; nothing is left running.
+func TestWSEventsConnectionLost(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startProxy(t, strings.TrimPrefix(tc.rpcAddr(), "tcp://"))
+	via := "http://" + p.l.Addr().String()
+
+	w, err := dialEvents(ctx, via, newBlockHeaders, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.Events()
+	p.cut()
+	for range w.Events() {
+	}
+	if err := w.Err(); err == nil || !strings.Contains(err.Error(), "the event websocket failed") {
+		t.Fatalf("Err after the cut = %v, want the websocket's failure", err)
+	}
+	w.Close()
+
+	for i := range 20 {
+		w, err := dialEvents(ctx, via, newBlockHeaders, i%2) // unbuffered half the time
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%5) * 40 * time.Millisecond)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); p.cut() }()
+		go func() { defer wg.Done(); w.Close() }()
+		wg.Wait()
+		for range w.Events() { // closed
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsDialEndsWithContext: a node that accepts the connection and
+// never answers the handshake, or completes it and never answers the
+// subscription, holds dialEvents only until its context ends.
+func TestWSEventsDialEndsWithContext(t *testing.T) {
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+
+	upgrader := websocket.Upgrader{}
+	silent := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		c, err := upgrader.Upgrade(rw, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for { // reads the subscription, answers nothing
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}))
+	defer silent.Close()
+
+	for _, addr := range []string{"tcp://" + mute.Addr().String(), silent.URL} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := dialEvents(ctx, addr, newBlockHeaders, 1)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: got %v, want context.Canceled", addr, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s: dialEvents returned %s after its context ended", addr, d)
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsRefusals: what the node or the address refuses is a clear
+// error, and no subscription.
+func TestWSEventsRefusals(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startProxy(t, strings.TrimPrefix(tc.rpcAddr(), "tcp://"))
+	p.refuseWS.Store(true)
+	for _, c := range []struct{ addr, query, want string }{
+		{tc.rpcAddr(), "tm.event = ", "the node refused the subscription"},
+		{"http://" + p.l.Addr().String(), newBlockHeaders, "HTTP 503"},
+		{"ftp://" + p.l.Addr().String(), newBlockHeaders, `scheme "ftp" is not one of`},
+		{"http://", newBlockHeaders, "no host"},
+	} {
+		w, err := dialEvents(ctx, c.addr, c.query, 1)
+		if err == nil {
+			w.Close()
+			t.Fatalf("%s %q: subscribed", c.addr, c.query)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s %q: got %v, want %q", c.addr, c.query, err, c.want)
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
 }

@@ -56,6 +56,8 @@ func dialEvents(ctx context.Context, remote, query string, capacity int) (*wsEve
 	}
 	dialer := &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 10 * time.Second}
 	wsURL := url.URL{Path: strings.TrimSuffix(u.Path, "/") + "/websocket"}
+	var nd net.Dialer
+	netDial := nd.DialContext
 	switch u.Scheme {
 	case "http", "tcp", "ws", "":
 		wsURL.Scheme, wsURL.Host = "ws", u.Host
@@ -65,13 +67,34 @@ func dialEvents(ctx context.Context, remote, query string, capacity int) (*wsEve
 		sock := u.Host + u.Path
 		wsURL.Scheme, wsURL.Host, wsURL.Path = "ws", "localhost", "/websocket"
 		dialer.Proxy = nil
-		dialer.NetDialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}
+		netDial = func(ctx context.Context, _, _ string) (net.Conn, error) { return nd.DialContext(ctx, "unix", sock) }
 	default:
 		return nil, fmt.Errorf("cannot open a websocket to node address %q: scheme %q is not one of http, https, tcp, ws, wss, unix", remote, u.Scheme)
 	}
+	// The handshake honours ctx's deadline but not its cancellation:
+	// close the connection when ctx ends before the handshake and the
+	// subscription are done.
+	var (
+		mu    sync.Mutex
+		stops []func() bool
+	)
+	dialer.NetDialContext = func(dctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := netDial(dctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock() // ctx, not dctx: the dialer cancels dctx once it returns
+		stops = append(stops, context.AfterFunc(ctx, func() { c.Close() }))
+		mu.Unlock()
+		return c, nil
+	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	if wsURL.Host == "" {
 		return nil, fmt.Errorf("cannot open a websocket to node address %q: no host", remote)
 	}
@@ -88,7 +111,7 @@ func dialEvents(ctx context.Context, remote, query string, capacity int) (*wsEve
 		if resp != nil {
 			return nil, fmt.Errorf("cannot open a websocket to %s: %w (HTTP %s)", wsURL.Redacted(), err, resp.Status)
 		}
-		return nil, fmt.Errorf("cannot open a websocket to %s: %w", wsURL.Redacted(), err)
+		return nil, ctxErr(ctx, fmt.Errorf("cannot open a websocket to %s: %w", wsURL.Redacted(), err))
 	}
 	if err := subscribeOn(ctx, conn, query); err != nil {
 		conn.Close()
@@ -117,10 +140,9 @@ func dialEvents(ctx context.Context, remote, query string, capacity int) (*wsEve
 }
 
 // subscribeOn sends the subscribe request for query on conn and reads the
-// node's answer, within ctx.
+// node's answer, within ctx's deadline (dialEvents closes conn if ctx is
+// cancelled).
 func subscribeOn(ctx context.Context, conn *websocket.Conn, query string) error {
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
 	deadline := time.Now().Add(wsWriteWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
