@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,9 @@ type Load struct {
 	results []LoadResult
 	// unposted counts the runs retried (see jobRun).
 	unposted int
+	// runs counts each client's `ogpu job run` processes, retries
+	// included (names their logs).
+	runs [maxClients]int
 }
 
 // LoadResult is one `ogpu job run`: its result, or why it failed.
@@ -129,22 +134,93 @@ func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, n.ogpuBin, full...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
+		start := time.Now()
 		out, err := cmd.Output()
 		cancel()
+		errText := stderr.String()
+		l.keepRun(i, clientRun{Node: v, Args: full, Start: start, End: time.Now(), Err: err, Stdout: out, Stderr: errText})
 		if err == nil {
 			return out, nil
 		}
-		errText := stderr.String()
 		if unposted(errText) && l.ctx.Err() == nil && time.Now().Before(until) {
 			l.mu.Lock()
 			l.unposted++
 			l.mu.Unlock()
-			n.T.Logf("load: %s posted nothing through node%d (%s): retrying", clientName(i), v, lastLine(errText))
+			n.T.Logf("load: %s posted nothing through node%d (%s): retrying", clientName(i), v, lastLines(errText, 1))
 			time.Sleep(time.Second)
 			continue
 		}
-		return nil, fmt.Errorf("%v: %s", err, lastLine(errText))
+		return nil, fmt.Errorf("%v; its last lines:\n%s", err, lastLines(errText, failLines))
 	}
+}
+
+// failLines is how many of a failed run's last stderr lines its error
+// keeps (a panic's trace ends with the goroutine that panicked, not with
+// what panicked).
+const failLines = 20
+
+// clientRun is one `ogpu job run` process.
+type clientRun struct {
+	Node       int // the validator it used
+	Args       []string
+	Start, End time.Time
+	Err        error // how it exited; nil: status 0
+	Stdout     []byte
+	Stderr     string
+}
+
+// keepRun writes client i's run to OGPU_E2E_LOGS=DIR, if set, as
+// DIR/clientN-run-NNN[-job-J].log (the temporary directory of the run goes
+// with the test).
+func (l *Load) keepRun(i int, r clientRun) {
+	dir := os.Getenv(LogsEnv)
+	if dir == "" {
+		return
+	}
+	l.mu.Lock()
+	l.runs[i]++
+	k := l.runs[i]
+	l.mu.Unlock()
+	path, err := writeRunLog(dir, clientName(i), k, r)
+	if err != nil {
+		l.n.T.Logf("%s=%s: cannot keep %s's run %d: %v", LogsEnv, dir, clientName(i), k, err)
+		return
+	}
+	if r.Err != nil {
+		l.n.T.Logf("load: %s's failed run %d: %s", clientName(i), k, path)
+	}
+}
+
+// postedJob matches the line `ogpu job run` prints once its job is
+// posted.
+var postedJob = regexp.MustCompile(`(?m)^posted (?:pipeline |pool )?job (\d+)`)
+
+// writeRunLog writes run k of client to dir as client-run-NNN.log, with
+// -job-J before .log once the run printed that it posted job J: a header
+// (command, node, start, duration, exit), then its whole stderr and
+// stdout. It returns the file's path.
+func writeRunLog(dir, client string, k int, r clientRun) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s-run-%03d", client, k)
+	if m := postedJob.FindStringSubmatch(r.Stderr); m != nil {
+		name += "-job-" + m[1]
+	}
+	exit := "exit status 0"
+	if r.Err != nil {
+		exit = r.Err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s run %d through node%d: ogpu %s\n", client, k, r.Node, strings.Join(r.Args, " "))
+	fmt.Fprintf(&b, "# started %s, ran %s: %s\n", r.Start.UTC().Format(time.RFC3339Nano), r.End.Sub(r.Start).Round(time.Millisecond), exit)
+	fmt.Fprintf(&b, "# --- stderr (%d bytes)\n%s", len(r.Stderr), r.Stderr)
+	if r.Stderr != "" && !strings.HasSuffix(r.Stderr, "\n") {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "# --- stdout (%d bytes)\n%s", len(r.Stdout), r.Stdout)
+	path := filepath.Join(dir, name+".log")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // unposted says whether a failed run's stderr shows that it posted no job
@@ -236,12 +312,14 @@ func (l *Load) Done() int {
 	return len(l.results)
 }
 
-func lastLine(s string) string {
+// lastLines is s's last n lines, without surrounding white space.
+func lastLines(s string, n int) string {
 	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
+	i := len(s)
+	for ; n > 0 && i >= 0; n-- {
+		i = strings.LastIndexByte(s[:i], '\n')
 	}
-	return s
+	return s[i+1:]
 }
 
 // countLines counts the lines of the file at path containing s.

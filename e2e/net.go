@@ -379,7 +379,9 @@ func (n *Net) dumpOnFailure() {
 	}
 }
 
-// LogsEnv names the directory a failed run's process logs are copied to.
+// LogsEnv names the directory a failed run's process logs are copied to;
+// every client run's whole output is written there as it ends (see
+// Load.keepRun), failed run or not.
 const LogsEnv = "OGPU_E2E_LOGS"
 
 // keepLogs copies every process's log to dir as NAME.log.

@@ -92,7 +92,8 @@ func TestPerturbationShort(t *testing.T) {
 // TestSoak cycles the perturbations for OGPU_SOAK (e.g. 30m; make soak)
 // under a continuous job load and prints the summary. Skipped without
 // OGPU_SOAK. A violation fails it but the soak goes on (Net.KeepGoing);
-// OGPU_E2E_LOGS=DIR keeps the process logs of a failed run.
+// OGPU_E2E_LOGS=DIR keeps the process logs of a failed run, and every
+// client run's output (clientN-run-NNN-job-J.log).
 func TestSoak(t *testing.T) {
 	d := os.Getenv("OGPU_SOAK")
 	if d == "" {

@@ -346,7 +346,7 @@ func (s *subscription) listen(ctx context.Context, t *trigger) {
 			case <-time.After(backoff):
 			}
 		}
-		events, closeEvents, err := s.openEvents(ctx)
+		src, err := s.openEvents(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -363,61 +363,63 @@ func (s *subscription) listen(ctx context.Context, t *trigger) {
 		reopen := false
 		for !reopen {
 			select {
-			case ev := <-events:
+			case ev, ok := <-src.events:
+				if !ok {
+					s.log.Info("the new-block subscription ended; re-opening it, polling meanwhile", "err", src.err())
+					reopen = true
+					break
+				}
 				t.announce(eventHeight(ev))
 				backoff = 0
 			case <-t.again:
 				s.log.Info("no new-block events while the chain advanced; resubscribing")
 				reopen = true
 			case <-ctx.Done():
-				closeEvents()
+				src.close()
 				return
 			}
 		}
 		t.setOpen(false)
-		closeEvents()
+		src.close()
 		backoff = min(max(2*backoff, 500*time.Millisecond), maxBackoff)
 	}
 }
 
+// eventSource is an open new-block event subscription.
+type eventSource struct {
+	events <-chan ctypes.ResultEvent // closed if the subscription ends
+	close  func()                    // ends it; returns once its goroutines have
+	err    func() error              // why events was closed, if known
+}
+
 // openEvents subscribes to new block headers. An HTTP client gets a
-// websocket client of its own (Dial's client is not started, and one
-// client's subscriptions are keyed by query, so two Subscribe calls could
-// not share it); any other client's event interface (rpc/client/local's
-// event bus) is used under a unique subscriber name.
-func (s *subscription) openEvents(ctx context.Context) (<-chan ctypes.ResultEvent, func(), error) {
+// websocket of its own (wsEvents: it ends on the first error and never
+// reconnects by itself, listen does); any other client's event interface
+// (rpc/client/local's event bus) is used under a unique subscriber name.
+func (s *subscription) openEvents(ctx context.Context) (*eventSource, error) {
 	query := cmttypes.EventQueryNewBlockHeader.String()
 	const capacity = 16
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if h, ok := s.c.RPC.(*rpchttp.HTTP); ok {
-		ws, err := rpchttp.New(h.Remote())
+		ws, err := dialEvents(sctx, h.Remote(), query, capacity)
 		if err != nil {
-			return nil, nil, err
+			return nil, s.c.Unreachable(err)
 		}
-		ws.SetLogger(s.cfg.logger.With("module", "rpc-ws"))
-		if err := ws.Start(); err != nil {
-			return nil, nil, s.c.Unreachable(err)
-		}
-		events, err := ws.Subscribe(sctx, "ogpu", query, capacity)
-		if err != nil {
-			_ = ws.Stop()
-			return nil, nil, s.c.Unreachable(err)
-		}
-		return events, func() { _ = ws.Stop() }, nil
+		return &eventSource{events: ws.Events(), close: ws.Close, err: ws.Err}, nil
 	}
 	name := fmt.Sprintf("ogpu-subscribe-%d", subscriberSeq.Add(1))
 	events, err := s.c.RPC.Subscribe(sctx, name, query, capacity)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return events, func() {
+	return &eventSource{events: events, close: func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.c.RPC.UnsubscribeAll(uctx, name); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Debug("unsubscribe", "err", err)
 		}
-	}, nil
+	}, err: func() error { return nil }}, nil
 }
 
 // eventHeight is the height a new-block-header event announces, or 0.

@@ -5,9 +5,13 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +23,9 @@ import (
 	"github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/rpc/client/local"
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gorilla/websocket"
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
@@ -313,11 +319,14 @@ func TestSubscribeRefusals(t *testing.T) {
 }
 
 // tcpProxy forwards loopback connections to a node's RPC port and can cut
-// them all, as a dropped network would. It counts websocket connections.
+// them all, as a dropped network would, and refuse new websockets for a
+// while, as a node that is down for them would. It counts the websocket
+// connections it forwarded.
 type tcpProxy struct {
-	l      net.Listener
-	target string
-	ws     atomic.Int32
+	l        net.Listener
+	target   string
+	ws       atomic.Int32
+	refuseWS atomic.Bool
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -340,27 +349,39 @@ func (p *tcpProxy) serve() {
 		if err != nil {
 			return
 		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		br := bufio.NewReader(c)
-		go func() {
-			if head, err := br.Peek(len("GET /websocket")); err == nil && string(head) == "GET /websocket" {
-				p.ws.Add(1)
-			}
-			_, _ = io.Copy(up, br)
-			up.Close()
-		}()
-		go func() {
-			_, _ = io.Copy(c, up)
-			c.Close()
-		}()
+		go p.forward(c)
 	}
+}
+
+func (p *tcpProxy) forward(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+	br := bufio.NewReader(c)
+	head, err := br.Peek(len("GET /websocket"))
+	isWS := err == nil && string(head) == "GET /websocket"
+	if isWS && p.refuseWS.Load() {
+		_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	p.mu.Unlock()
+	if isWS {
+		p.ws.Add(1)
+	}
+	go func() {
+		_, _ = io.Copy(up, br)
+		up.Close()
+	}()
+	_, _ = io.Copy(c, up)
+	c.Close()
 }
 
 // cut closes every connection made so far.
@@ -523,4 +544,355 @@ func TestSubscribeDeliversCommittedBlocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// countLogger counts the messages logged with text msg.
+type countLogger struct {
+	msg string
+	n   *atomic.Int32
+}
+
+func (l countLogger) Debug(msg string, _ ...any) { l.count(msg) }
+func (l countLogger) Info(msg string, _ ...any)  { l.count(msg) }
+func (l countLogger) Error(msg string, _ ...any) { l.count(msg) }
+func (l countLogger) With(...any) log.Logger     { return l }
+func (l countLogger) count(msg string) {
+	if msg == l.msg {
+		l.n.Add(1)
+	}
+}
+
+// TestSubscribeReopenWhileNodeComesBack is the soak's crash of `ogpu job
+// run` (a panic in a goroutine of CometBFT's websocket client, "send on
+// closed channel") as a test. The node's websockets drop (as when it is
+// killed) and new ones are refused for a while; polling goes on, and each
+// subscription re-opens its events while the websocket is still refused.
+// CometBFT's client, stopped by that re-open while its own reconnect was
+// asleep, dialled again once the websocket was back, resubscribed, and sent
+// the answer on the channel Stop had closed. Several subscriptions go
+// through this several times: blocks keep coming without a gap, nothing
+// panics, and no goroutine is left once they end.
+func TestSubscribeReopenWhileNodeComesBack(t *testing.T) {
+	const subs, rounds = 8, 3
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	target := strings.TrimPrefix(tc.conf.RPC.ListenAddress, "tcp://")
+	p := startProxy(t, target)
+	c, err := Dial(p.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sctx, scancel := context.WithCancel(ctx)
+	refused := make([]*atomic.Int32, subs)
+	heights := make([]atomic.Int64, subs)
+	errs := make(chan error, subs)
+	var readers sync.WaitGroup
+	from := latestHeight(t, tc.local)
+	for i := range subs {
+		refused[i] = new(atomic.Int32)
+		logger := countLogger{msg: "cannot subscribe to new blocks; polling meanwhile", n: refused[i]}
+		sub, err := c.Subscribe(sctx, from, SubscribeEvery(100*time.Millisecond), SubscribeLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			want := from
+			for be := range sub {
+				if be.Height != want {
+					errs <- fmt.Errorf("subscription %d: got block %d, want %d", i, be.Height, want)
+					scancel()
+					for range sub {
+					}
+					return
+				}
+				heights[i].Store(be.Height)
+				want++
+			}
+		}()
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			case err := <-errs:
+				t.Fatal(err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("every subscription's websocket", func() bool { return p.ws.Load() >= subs })
+	for round := range rounds {
+		p.refuseWS.Store(true)
+		before := make([]int32, subs)
+		for i := range subs {
+			before[i] = refused[i].Load()
+		}
+		p.cut()
+		waitFor(fmt.Sprintf("round %d: every subscription refused its websocket", round), func() bool {
+			for i := range subs {
+				if refused[i].Load() == before[i] {
+					return false
+				}
+			}
+			return true
+		})
+		ws := p.ws.Load()
+		p.refuseWS.Store(false)
+		waitFor(fmt.Sprintf("round %d: every subscription's websocket again", round), func() bool { return p.ws.Load() >= ws+subs })
+		// CometBFT's client redialled 1 to 3 s after the cut.
+		time.Sleep(2 * time.Second)
+	}
+	until := latestHeight(t, tc.local) + 3
+	waitFor("blocks after the last round", func() bool {
+		for i := range subs {
+			if heights[i].Load() < until {
+				return false
+			}
+		}
+		return true
+	})
+	scancel()
+	readers.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// subscriptionGoroutines are the stacks of the goroutines that event
+// subscriptions start (ours and CometBFT's websocket client's).
+func subscriptionGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	var left []string
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, mark := range []string{
+			"ogpu/node.(*subscription)", "ogpu/node.(*wsEvents)",
+			"rpc/jsonrpc/client.(*WSClient)", "rpc/client/http.(*WSEvents)", "rpc/client/http.newWSEvents",
+		} {
+			if strings.Contains(g, mark) {
+				left = append(left, g)
+				break
+			}
+		}
+	}
+	return left
+}
+
+// checkNoSubscriptionGoroutines fails t if a subscription's goroutine is
+// still running a few seconds from now.
+func checkNoSubscriptionGoroutines(t *testing.T) {
+	t.Helper()
+	left := subscriptionGoroutines()
+	for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = subscriptionGoroutines() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d goroutines of ended subscriptions left:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+}
+
+// rpcAddr is the test chain's RPC address as Dial takes it.
+func (tc *testChain) rpcAddr() string { return tc.conf.RPC.ListenAddress }
+
+var newBlockHeaders = cmttypes.EventQueryNewBlockHeader.String()
+
+// closeWithin calls w.Close and fails t if it does not return within d, or
+// if Events is then not closed, or Err is set: Close stopped it, no
+// failure did.
+func closeWithin(t *testing.T, w *wsEvents, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { w.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("Close did not return within %s", d)
+	}
+	for { // Close returned: the reader has closed Events
+		select {
+		case _, ok := <-w.Events():
+			if ok {
+				continue // an event sent before Close
+			}
+		default:
+			t.Fatal("Close returned before Events was closed")
+		}
+		break
+	}
+	if err := w.Err(); err != nil {
+		t.Fatalf("Err after Close = %v, want nil (Close is no failure)", err)
+	}
+}
+
+// TestWSEventsReadAndClose: the subscriber delivers new-block headers of
+// consecutive heights, and Close ends it while its reader waits for the next
+// one (in the read) and while its reader waits for the caller (in the send,
+// nobody reading an unbuffered channel); either way Close returns, Events
+// is closed, and no goroutine is left.
+func TestWSEventsReadAndClose(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	w, err := dialEvents(ctx, tc.rpcAddr(), newBlockHeaders, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range 3 {
+		select {
+		case ev := <-w.Events():
+			h := eventHeight(ev)
+			if last != 0 && h != last+1 {
+				t.Fatalf("got height %d after %d", h, last)
+			}
+			last = h
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	closeWithin(t, w, 3*time.Second) // the reader is in the read, or sending into the buffer
+	closeWithin(t, w, time.Second)   // again: no effect
+
+	w, err = dialEvents(ctx, tc.rpcAddr(), newBlockHeaders, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // blocks are 100ms: the reader waits on the send
+	closeWithin(t, w, 3*time.Second)
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsConnectionLost: a cut connection ends the subscription with
+// an error, and Close racing the cut (from another goroutine) never panics
+// or hangs, whichever comes first; nothing is left running.
+func TestWSEventsConnectionLost(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startProxy(t, strings.TrimPrefix(tc.rpcAddr(), "tcp://"))
+	via := "http://" + p.l.Addr().String()
+
+	w, err := dialEvents(ctx, via, newBlockHeaders, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.Events()
+	p.cut()
+	for range w.Events() {
+	}
+	if err := w.Err(); err == nil || !strings.Contains(err.Error(), "the event websocket failed") {
+		t.Fatalf("Err after the cut = %v, want the websocket's failure", err)
+	}
+	w.Close()
+
+	for i := range 20 {
+		w, err := dialEvents(ctx, via, newBlockHeaders, i%2) // unbuffered half the time
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%5) * 40 * time.Millisecond)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); p.cut() }()
+		go func() { defer wg.Done(); w.Close() }()
+		wg.Wait()
+		for range w.Events() { // closed
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsDialEndsWithContext: a node that accepts the connection and
+// never answers the handshake, or completes it and never answers the
+// subscription, holds dialEvents only until its context ends.
+func TestWSEventsDialEndsWithContext(t *testing.T) {
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+
+	upgrader := websocket.Upgrader{}
+	silent := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		c, err := upgrader.Upgrade(rw, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for { // reads the subscription, answers nothing
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}))
+	defer silent.Close()
+
+	for _, addr := range []string{"tcp://" + mute.Addr().String(), silent.URL} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := dialEvents(ctx, addr, newBlockHeaders, 1)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: got %v, want context.Canceled", addr, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s: dialEvents returned %s after its context ended", addr, d)
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
+}
+
+// TestWSEventsRefusals: what the node or the address refuses is a clear
+// error, and no subscription.
+func TestWSEventsRefusals(t *testing.T) {
+	tc := startTestChain(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startProxy(t, strings.TrimPrefix(tc.rpcAddr(), "tcp://"))
+	p.refuseWS.Store(true)
+	for _, c := range []struct{ addr, query, want string }{
+		{tc.rpcAddr(), "tm.event = ", "the node refused the subscription"},
+		{"http://" + p.l.Addr().String(), newBlockHeaders, "HTTP 503"},
+		{"ftp://" + p.l.Addr().String(), newBlockHeaders, `scheme "ftp" is not one of`},
+		{"http://", newBlockHeaders, "no host"},
+	} {
+		w, err := dialEvents(ctx, c.addr, c.query, 1)
+		if err == nil {
+			w.Close()
+			t.Fatalf("%s %q: subscribed", c.addr, c.query)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s %q: got %v, want %q", c.addr, c.query, err, c.want)
+		}
+	}
+	checkNoSubscriptionGoroutines(t)
 }
