@@ -294,21 +294,30 @@ func (v *Validator) dialReporters(ctx context.Context, job uint64, stage uint16)
 
 // dialClient connects the validator to job j's client, so that it can
 // fetch the input it is to judge: a validator that cannot reach an honest
-// client would vote its input bad. The client's libp2p identity is its
-// account key; the key is recovered from the signature of the
-// transaction that posted the job (found in the node's transaction index
-// by its job_posted event), and the client's addresses from the DHT.
+// client would vote its input bad (see findClient).
 func (v *Validator) dialClient(ctx context.Context, j *chain.JobView) {
 	if len(peersOf(v.Host, j.Client)) > 0 {
 		return
 	}
-	id, err := clientPeer(ctx, v.Chain, j)
-	if err == nil {
-		err = v.Host.FindPeer(ctx, id)
-	}
-	if err != nil {
+	if _, err := findClient(ctx, v.Host, v.Chain, j, ""); err != nil {
 		v.Logger.Warn("cannot reach the job's client to fetch its input (it may still serve it through others)", "job", j.ID, "client", j.Client.Hex(), "err", err)
 	}
+}
+
+// findClient connects h to job j's client, which publishes no address:
+// its libp2p identity is its account key, recovered from the signature of
+// the transaction that posted the job (found in the node's transaction
+// index by its job_posted event), and its addresses come from the DHT. id,
+// if not empty, is the client's peer id found before. It returns the
+// client's peer id.
+func findClient(ctx context.Context, h *p2p.Host, c *node.Client, j *chain.JobView, id peer.ID) (peer.ID, error) {
+	if id == "" {
+		var err error
+		if id, err = clientPeer(ctx, c, j); err != nil {
+			return "", err
+		}
+	}
+	return id, h.FindPeer(ctx, id)
 }
 
 // clientPeer is the peer id of job j's client: the public key that signed
