@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -94,5 +95,37 @@ func TestInputCheckSealWhileNodeDown(t *testing.T) {
 	j := h1Wait(n, posted.Job, "completed", func(j *chain.JobView) bool { return !j.State.Open() })
 	if v := j.Tasks[0].Verdict; v != verifier.InputBad {
 		t.Fatalf("task settled on %x: want the validator's input_bad vote", v[:8])
+	}
+}
+
+// TestJudgeInputAbstainsWhenNodeNeverAnswers: a validator whose node does
+// not answer at all until it must seal reads the job again and again, and
+// then abstains (a vote that counts as taking part, never paid) instead of
+// not voting: before, its first failed read of the job ended the check
+// with no vote, and it was slashed for missing it once its node was back.
+func TestJudgeInputAbstainsWhenNodeNeverAnswers(t *testing.T) {
+	n := newTestNet(t)
+	cl := n.client()
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	lj := n.job(24)
+	msg := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
+		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
+		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
+	}
+	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.validatorRPC.down.Store(true)
+	defer n.validatorRPC.down.Store(false)
+	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)
+	defer cancel()
+	vote, why, err := n.validator.JudgeInput(ctx, posted.Job, 0)
+	if err != nil || vote != verifier.Abstain {
+		t.Fatalf("vote %s (%s), err %v: want an abstention", inputVoteName(vote), why, err)
+	}
+	if n.validatorRPC.refused.Load() < 2 {
+		t.Fatalf("the job was read %d times while the node was down: want it read again", n.validatorRPC.refused.Load())
 	}
 }
