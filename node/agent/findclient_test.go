@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -61,5 +63,52 @@ func TestProviderFindsClientThatDidNotDial(t *testing.T) {
 	}
 	if !pstore.Has(h) {
 		t.Fatal("the input is not in the provider's store")
+	}
+}
+
+// TestClientDialsWinnerAgain: the client dials the stage-0 winners of a
+// pipeline job at the award to serve them its input. Before, a winner it
+// could not reach then (its record named an address it no longer listens
+// on: a restart, a change) was dialed once and never again. Now the client
+// dials it again, reading its record again, until it is reached.
+func TestClientDialsWinnerAgain(t *testing.T) {
+	n := newTestNet(t)
+	tp := n.provider("prov1", 40, false)
+	cl := n.client()
+	time.Sleep(2 * time.Second) // the DHT's first walks, which meet every peer here, are over
+	info, err := tp.agent.Prepare(n.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := *info
+	info.Addrs = []string{"/ip4/127.0.0.1/tcp/1/p2p/" + tp.host.ID().String()}
+	if err := tp.agent.Register(n.ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	// The client does not know the provider's address but from its record.
+	cl.Host.Host().Peerstore().ClearAddrs(tp.host.ID())
+	tp.host.Host().Peerstore().ClearAddrs(cl.Host.ID())
+	_ = cl.Host.Host().Network().ClosePeer(tp.host.ID())
+	connected := func() bool { return cl.Host.Host().Network().Connectedness(tp.host.ID()) == network.Connected }
+	if connected() {
+		t.Fatal("the client is still connected to the provider")
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, 15*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.keepDialing(ctx, []string{addrOf(n, "prov1").Hex()}, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
+	}()
+	time.Sleep(1500 * time.Millisecond) // the first dial failed
+	if err := tp.agent.Register(n.ctx, &real); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	if !connected() {
+		t.Fatal("the client did not dial the winner again once its record named where it listens")
 	}
 }
