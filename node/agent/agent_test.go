@@ -44,6 +44,8 @@ type testNet struct {
 	keys      map[string]*ecdsa.PrivateKey
 	agents    sync.WaitGroup
 	validator *Validator
+	// validatorRPC is the validator agent's RPC: a test takes it down.
+	validatorRPC *downRPC
 	// checks receives the end of every dispute check of the validator.
 	checks chan checkResult
 	// stageEvals are the CKKS stage evaluations each pipeline provider
@@ -123,7 +125,10 @@ func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	}
 	vh, vs := n.host("validator", op)
 	n.boot = vh.Addrs()
-	v := NewValidator(n.c, op, vh, vs, n.lo)
+	// The validator agent reads and sends through its own client, whose
+	// node a test can take down (validatorRPC.down).
+	n.validatorRPC = &downRPC{Client: n.c.RPC}
+	v := NewValidator(&node.Client{RPC: n.validatorRPC}, op, vh, vs, n.lo)
 	v.Logger = slog.New(slog.NewTextHandler(testWriter{t, "validator"}, nil))
 	n.validator, n.checks = v, make(chan checkResult, 64)
 	v.checked = func(job uint64, stage uint16, err error) {

@@ -39,6 +39,10 @@ type downRPC struct {
 	// onQuery, if set, sees each query's path before it is answered (a
 	// test takes the node down at a given read).
 	onQuery func(path string)
+	// onBroadcast, if set, sees each transaction before it is broadcast
+	// (a test takes the node down at a given transaction); it may be set
+	// while the agent runs.
+	onBroadcast atomic.Pointer[func(tx cmttypes.Tx)]
 }
 
 func (r *downRPC) query(path string) error {
@@ -80,6 +84,9 @@ func (r *downRPC) ABCIQueryWithOptions(ctx context.Context, path string, data cm
 }
 
 func (r *downRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	if f := r.onBroadcast.Load(); f != nil {
+		(*f)(tx)
+	}
 	if err := r.fail(); err != nil {
 		return nil, err
 	}

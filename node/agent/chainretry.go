@@ -103,3 +103,61 @@ func (p *Provider) sendTask(ctx context.Context, k taskKey, what string, msg typ
 		return err
 	})
 }
+
+// untilChain is Provider.untilChain for a validator's vote: it calls f
+// until it returns anything but a failure to reach the chain, or ctx
+// ends. A validator whose node is down or catching up for a few blocks
+// (a restart, a pause, blocks full of spam) still seals and opens its
+// vote once the node answers, rather than missing it and being slashed.
+func (v *Validator) untilChain(ctx context.Context, job uint64, stage uint16, what string, f func() error) error {
+	wait := chainRetryMin
+	for failures := 0; ; failures++ {
+		err := f()
+		if !chainUnreachable(ctx, err) {
+			if err == nil && failures > 0 {
+				v.Logger.Info("the node answers again", "job", job, "stage", stage, "what", what, "failures", failures)
+			}
+			if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = errors.Join(err, ctx.Err())
+			}
+			return err
+		}
+		if failures == 0 {
+			v.Logger.Warn("cannot reach the node; retrying until the vote's deadline", "job", job, "stage", stage, "what", what, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (%w)", what, err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, chainRetryMax)
+	}
+}
+
+// sendVote sends msg, a sealed vote or its opening on stage of job, until
+// the chain takes it or answers with a refusal, or ctx ends (see
+// Provider.sendTask). A duplicate refused after an earlier attempt is
+// that attempt's message on chain: taken (height 0: its height is not
+// known).
+func (v *Validator) sendVote(ctx context.Context, job uint64, stage uint16, what string, msg types.RawMsg) (height int64, err error) {
+	tried := false
+	err = v.untilChain(ctx, job, stage, what, func() error {
+		actx, cancel := context.WithTimeout(ctx, commitAttempt)
+		res, err := v.sender.Send(actx, msg)
+		cancel()
+		var te *node.TxError
+		if tried && errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
+			height = 0
+			return nil
+		}
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("not included within %s: %s", commitAttempt, err.Error())
+		}
+		if err == nil {
+			height = res.Height
+		}
+		tried = true
+		return err
+	})
+	return height, err
+}

@@ -479,6 +479,43 @@ func (c *Client) serveInput(ctx context.Context, providers []string, progress Pr
 	}
 }
 
+// keepDialing is serveInput that does not give up: it dials again the
+// providers it could not reach, after 1 s doubling to 8 s, reading their
+// on-chain records again each time (a provider restarted since the award
+// publishes new addresses), until each is reached or ctx ends. The first
+// failure of each is reported.
+func (c *Client) keepDialing(ctx context.Context, providers []string, progress Progress) {
+	var left []types.Address
+	for _, s := range providers {
+		if addr, err := types.ParseAddress(s); err == nil {
+			left = append(left, addr)
+		}
+	}
+	warned := map[types.Address]bool{}
+	wait := time.Second
+	for len(left) > 0 {
+		var next []types.Address
+		for _, addr := range left {
+			if _, err := connectProvider(ctx, c.Host, c.Chain, addr); err != nil {
+				if !warned[addr] && ctx.Err() == nil {
+					warned[addr] = true
+					progress("warning: %v (dialing it again; it may also find this client)", err)
+				}
+				next = append(next, addr)
+			}
+		}
+		if left = next; len(left) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 8*time.Second)
+	}
+}
+
 func (c *Client) stream(ctx context.Context, provider types.Address, id uint64, onText func(string), done chan<- types.Hash, progress Progress) {
 	pid, err := connectProvider(ctx, c.Host, c.Chain, provider)
 	if err != nil {

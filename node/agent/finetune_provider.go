@@ -103,7 +103,7 @@ func (p *Provider) runFinetuneTask(ctx context.Context, k taskKey, j *chain.JobV
 	if err := p.access.BindInput(j.Input, j); err != nil {
 		p.log.Warn("the dataset is not served to the job's other parties", "job", j.ID, "err", err)
 	}
-	fctx, cancel := untilHeight(ctx, p.cfg.Chain, p.reportBy(commitDeadline, checked))
+	fctx, cancel := untilHeight(ctx, p.cfg.Chain, reportBy(commitDeadline, j.Windows.Execute, checked))
 	err := fetchFromPartiesMax(fctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j, j.Input, int64(j.Finetune.DatasetSize))
 	cancel()
 	if err != nil {

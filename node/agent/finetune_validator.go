@@ -64,7 +64,7 @@ func (v *Validator) handleGame(ctx context.Context, d dispute) {
 	me := v.sender.Address()
 	seal := &finetune.MsgSealGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, Commitment: finetune.GameVoteCommitment(d.Job, d.Stage, d.Match, hStar, salt, me)}
 	open := &finetune.MsgOpenGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, HStar: hStar, Salt: salt}
-	if err := v.sealAndOpen(vctx, seal.Raw(), open.Raw(), fmt.Sprintf("fine-tune job %d game %d h* %x", d.Job, d.Match, hStar[:8])); err != nil && ctx.Err() == nil {
+	if err := v.sealAndOpen(vctx, d.Job, d.Stage, seal.Raw(), open.Raw(), fmt.Sprintf("fine-tune job %d game %d h* %x", d.Job, d.Match, hStar[:8])); err != nil && ctx.Err() == nil {
 		v.Logger.Error("fine-tune game vote failed", "job", d.Job, "match", d.Match, "err", err)
 	}
 }

@@ -18,10 +18,22 @@ import (
 // gets a fresh window, in which it fetches the input again (from the
 // validators too) and computes; a second report is refused.
 
-// reportMargin is how many blocks before its commit deadline a provider
-// stops fetching its input and reports it unavailable, so that the report
-// lands before the deadline.
-const reportMargin = 3
+// minReportMargin is the fewest blocks before its commit deadline at
+// which a provider stops fetching its input and reports it unavailable,
+// so that the report lands before the deadline. The margin grows with the
+// job's commit window (reportMargin).
+const minReportMargin = 3
+
+// reportMargin is how many blocks before the commit deadline of a task
+// whose commit window is window blocks (the job's Windows.Execute) its
+// provider reports an input it could not fetch: a quarter of the window,
+// at least minReportMargin. Three blocks were too few in the soak (job 39
+// stage 0): with blocks full of spam and a validator down, the report
+// reached the chain after the deadline and the provider, who had tried
+// to fetch all along, was slashed as a no-show.
+func reportMargin(window uint64) uint64 {
+	return max(minReportMargin, window/4)
+}
 
 // errInputInvalid: the input blob was fetched (it is the job's, by hash)
 // but is not a valid input for the job.
@@ -71,14 +83,16 @@ func promptFits(m *llm.Model, j *chain.JobView, prompt string) error {
 }
 
 // reportBy is the height until which a provider fetches its input before
-// it reports it unavailable: reportMargin blocks before the commit
-// deadline. After an input check (checked) it may not report again and
-// tries until the deadline itself.
-func (p *Provider) reportBy(commitDeadline uint64, checked bool) uint64 {
-	if checked || commitDeadline <= reportMargin {
+// it reports it unavailable: reportMargin(window) blocks before the commit
+// deadline, window being the job's commit window (Windows.Execute). After
+// an input check (checked) it may not report again and tries until the
+// deadline itself.
+func reportBy(commitDeadline, window uint64, checked bool) uint64 {
+	m := reportMargin(window)
+	if checked || commitDeadline <= m {
 		return commitDeadline
 	}
-	return commitDeadline - reportMargin
+	return commitDeadline - m
 }
 
 // isChecked reports whether task k's input was reported and found

@@ -336,8 +336,9 @@ func refusedByAll(err error) bool {
 }
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching
-// it from the job's client, and now and then (the client unreachable) from
-// the providers of its slots, until ctx ends. Connected active validators
+// it from the job's client (looked up in the DHT if it is not connected:
+// findClient), and now and then (the client unreachable) from the
+// providers of its slots, until ctx ends. Connected active validators
 // are asked too: after an input check found the input available they
 // serve it (see Validator). (A job's blobs are never announced in the
 // DHT: only its parties hold them.)
@@ -350,11 +351,28 @@ func fetchFromParties(ctx context.Context, h *p2p.Host, c *node.Client, store *b
 func fetchFromPartiesMax(ctx context.Context, h *p2p.Host, c *node.Client, store *blobstore.Store, j *chain.JobView, want types.Hash, max int64) error {
 	var lastErr error
 	var vals []types.Address
+	var client peer.ID
 	for attempt := 0; ; attempt++ {
 		if store.Has(want) {
 			return nil
 		}
 		peers := peersOf(h, j.Client)
+		if len(peers) == 0 && attempt%10 == 0 {
+			// The client dials the winners at the award, but a provider
+			// it did not reach, or whose connection dropped, would never
+			// see it again (the soak's job 39): look it up as validators
+			// do (its key from the job's posting transaction, its
+			// addresses from the DHT).
+			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			id, err := findClient(lctx, h, c, j, client)
+			cancel()
+			if id != "" {
+				client = id
+			}
+			if err == nil {
+				peers = peersOf(h, j.Client)
+			}
+		}
 		wider := attempt%10 == 9
 		if attempt%10 == 0 {
 			vals = activeOperators(ctx, c)

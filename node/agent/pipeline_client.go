@@ -195,7 +195,7 @@ func (c *Client) followPipeline(ctx context.Context, id uint64, from int64, prog
 					dials.Add(1)
 					go func() { // serve the input to the first stage
 						defer dials.Done()
-						c.serveInput(ctx, providers, progress)
+						c.keepDialing(ctx, providers, progress)
 					}()
 				}
 			case market.EventStageOpened{}.EventType():

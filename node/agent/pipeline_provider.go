@@ -131,14 +131,15 @@ func (p *Provider) runPipelineTask(ctx context.Context, k taskKey, j *chain.JobV
 	tctx, cancel := untilHeight(ctx, p.cfg.Chain, j.Expiry+1)
 	defer cancel()
 	t0 := time.Now()
-	// Stage 0's input is the client's: what cannot be fetched reportMargin
-	// blocks before the commit deadline, or does not parse, is reported
-	// (once: after an input check the provider must compute).
+	// Stage 0's input is the client's: what cannot be fetched
+	// reportMargin blocks (a quarter of the commit window, at least 3)
+	// before the commit deadline, or does not parse, is reported (once:
+	// after an input check the provider must compute).
 	report := s == 0 && !p.isChecked(k)
 	lctx := tctx
 	if report {
 		var lcancel context.CancelFunc
-		lctx, lcancel = untilHeight(tctx, p.cfg.Chain, p.reportBy(commitDeadline, false))
+		lctx, lcancel = untilHeight(tctx, p.cfg.Chain, reportBy(commitDeadline, j.Windows.Execute, false))
 		defer lcancel()
 	}
 	parts, err := loadPipelineParts(lctx, p.cfg.Host, p.cfg.Chain, p.cfg.Store, j)

@@ -1108,7 +1108,7 @@ func (p *Provider) runTask(ctx context.Context, k taskKey, commitDeadline uint64
 	f := p.feeds.get(k.Job) // the client may ask for the stream already
 	t0 := time.Now()
 	checked := p.isChecked(k)
-	in, err := p.fetchInput(ctx, j, p.reportBy(commitDeadline, checked))
+	in, err := p.fetchInput(ctx, j, reportBy(commitDeadline, j.Windows.Execute, checked))
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

@@ -346,11 +346,7 @@ func (v *Validator) JudgeSession(ctx context.Context, d *chain.DisputeView) (ver
 
 // handleSessionDispute judges session dispute d and votes.
 func (v *Validator) handleSessionDispute(ctx context.Context, d dispute) {
-	by := d.SealBy
-	if by > inputCheckMargin {
-		by -= inputCheckMargin
-	}
-	work, cancel := untilHeight(ctx, v.Chain, by)
+	work, cancel := untilHeight(ctx, v.Chain, inputCheckBy(d.SealBy, d.Deadline))
 	err := func() error {
 		defer cancel()
 		view, err := v.Chain.SessionDispute(work, d.Job, d.Dispute)
@@ -383,7 +379,7 @@ func (v *Validator) castSessionVote(ctx context.Context, id, n uint64, verdict u
 	}
 	seal := &session.MsgSealSessionVote{Session: id, Dispute: n, Commitment: session.SessionVoteCommitment(id, n, verdict, salt, v.sender.Address())}
 	open := &session.MsgOpenSessionVote{Session: id, Dispute: n, Verdict: verdict, Salt: salt}
-	return v.sealAndOpen(ctx, seal.Raw(), open.Raw(), fmt.Sprintf("session %d dispute %d", id, n))
+	return v.sealAndOpen(ctx, id, 0, seal.Raw(), open.Raw(), fmt.Sprintf("session %d dispute %d", id, n))
 }
 
 // Dispute takes comp's mismatch to the chain: the first two lanes whose

@@ -295,21 +295,27 @@ func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, resu
 	}
 	seal := &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt, v.sender.Address())}
 	open := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}
-	return v.sealAndOpen(ctx, seal.Raw(), open.Raw(), fmt.Sprintf("job %d stage %d result %x", job, stage, result[:8]))
+	return v.sealAndOpen(ctx, job, stage, seal.Raw(), open.Raw(), fmt.Sprintf("job %d stage %d result %x", job, stage, result[:8]))
 }
 
 // sealAndOpen sends a sealed vote, then its opening, after the next block
-// for as long as the chain says the sealing phase is still on.
-func (v *Validator) sealAndOpen(ctx context.Context, seal, open types.RawMsg, what string) error {
+// for as long as the chain says the sealing phase is still on. Both are
+// sent again while the node cannot be reached (sendVote).
+func (v *Validator) sealAndOpen(ctx context.Context, job uint64, stage uint16, seal, open types.RawMsg, what string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := v.sender.Send(ctx, seal)
+	h, err := v.sendVote(ctx, job, stage, "seal vote", seal)
 	if err != nil {
 		return fmt.Errorf("seal vote: %w", err)
 	}
 	v.Logger.Info("sealed vote", "on", what)
-	for h := res.Height; ; h++ {
-		_, err := v.sender.Send(ctx, open)
+	if h == 0 { // sealed by an earlier attempt, at a height not known here
+		if h, err = v.Chain.CommittedHeight(ctx); err != nil {
+			h = 1
+		}
+	}
+	for ; ; h++ {
+		_, err := v.sendVote(ctx, job, stage, "open vote", open)
 		var te *node.TxError
 		switch {
 		case err == nil:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -30,7 +31,7 @@ import (
 //
 // The checks:
 //   - inference: the prompt blob is fetched by the seal deadline
-//     (inputCheckMargin blocks before it) and decodes as an LLMInput; it
+//     (inputCheckBy: a quarter of the vote window before it) and decodes as an LLMInput; it
 //     tokenizes to at most the job's prompt_tokens, or, if the job
 //     declares none, the prompt plus max_tokens fit the validator's
 //     context of the model;
@@ -43,9 +44,32 @@ import (
 // InputBad: the validators are the data availability layer of a contested
 // input, and a client that withholds or corrupts it pays the reservation.
 
-// inputCheckMargin is how many blocks before the seal deadline the
-// validator stops fetching an input and votes.
-const inputCheckMargin = 3
+// minInputCheckMargin is the fewest blocks before the seal deadline at
+// which the validator stops fetching an input (or judging a session
+// dispute) and seals its vote.
+const minInputCheckMargin = 3
+
+// inputCheckBy is the height at which a validator stops judging a vote
+// sealed until sealBy and opened until deadline, and seals: a quarter of
+// the vote window before sealBy, at least minInputCheckMargin blocks. The
+// window is read from the vote itself: the chain seals votes for the
+// first half of dispute_blocks and opens them in the second, so deadline
+// - sealBy is the sealing phase's length (or one block more). A fixed 3
+// blocks were too few in the soak (finding 6): a validator still fetching
+// 52 MB of keys and ciphertext under load sealed too late, its seal was
+// refused and it was slashed for missing the vote, while stopping earlier
+// it votes what it found (InputBad: not available to it) in time.
+func inputCheckBy(sealBy, deadline uint64) uint64 {
+	var window uint64
+	if deadline > sealBy {
+		window = deadline - sealBy
+	}
+	m := max(minInputCheckMargin, window/4)
+	if sealBy <= m {
+		return sealBy
+	}
+	return sealBy - m
+}
 
 // serveInputs installs the validator's Access on its host (an in-memory
 // one if none is set): it serves what input checks bind, to the job's
@@ -70,11 +94,7 @@ func (v *Validator) queueInputChecks(pool *disputePool, events []abci.Event) {
 
 // handleInputCheck judges the input of d by its seal deadline and votes.
 func (v *Validator) handleInputCheck(ctx context.Context, d dispute) {
-	by := d.SealBy
-	if by > inputCheckMargin {
-		by -= inputCheckMargin
-	}
-	work, cancel := untilHeight(ctx, v.Chain, by)
+	work, cancel := untilHeight(ctx, v.Chain, inputCheckBy(d.SealBy, d.Deadline))
 	verdict, why, err := v.JudgeInput(work, d.Job, d.Stage)
 	cancel()
 	if err == nil && ctx.Err() == nil {
@@ -111,8 +131,21 @@ func inputVoteName(h types.Hash) string {
 // why. An available input is bound to the job in the validator's Access:
 // it serves it to the job's providers. err is set only when the validator
 // should not vote at all (the job cannot be read).
+//
+// The job is read again while the node cannot be reached: a validator
+// whose node does not answer until ctx ends abstains (it took part but
+// could not check), so that its vote, sealed once the node is back,
+// does not count as missed.
 func (v *Validator) JudgeInput(ctx context.Context, job uint64, stage uint16) (vote types.Hash, why string, err error) {
-	j, err := v.Chain.Job(ctx, job)
+	var j *chain.JobView
+	err = v.untilChain(ctx, job, stage, "read the job", func() (err error) {
+		j, err = v.Chain.Job(ctx, job)
+		return err
+	})
+	var qe *node.QueryError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &qe) {
+		return verifier.Abstain, fmt.Sprintf("this validator's node did not answer before the seal deadline: %v", err), nil
+	}
 	if err != nil {
 		return types.Hash{}, "", err
 	}
@@ -294,21 +327,30 @@ func (v *Validator) dialReporters(ctx context.Context, job uint64, stage uint16)
 
 // dialClient connects the validator to job j's client, so that it can
 // fetch the input it is to judge: a validator that cannot reach an honest
-// client would vote its input bad. The client's libp2p identity is its
-// account key; the key is recovered from the signature of the
-// transaction that posted the job (found in the node's transaction index
-// by its job_posted event), and the client's addresses from the DHT.
+// client would vote its input bad (see findClient).
 func (v *Validator) dialClient(ctx context.Context, j *chain.JobView) {
 	if len(peersOf(v.Host, j.Client)) > 0 {
 		return
 	}
-	id, err := clientPeer(ctx, v.Chain, j)
-	if err == nil {
-		err = v.Host.FindPeer(ctx, id)
-	}
-	if err != nil {
+	if _, err := findClient(ctx, v.Host, v.Chain, j, ""); err != nil {
 		v.Logger.Warn("cannot reach the job's client to fetch its input (it may still serve it through others)", "job", j.ID, "client", j.Client.Hex(), "err", err)
 	}
+}
+
+// findClient connects h to job j's client, which publishes no address:
+// its libp2p identity is its account key, recovered from the signature of
+// the transaction that posted the job (found in the node's transaction
+// index by its job_posted event), and its addresses come from the DHT. id,
+// if not empty, is the client's peer id found before. It returns the
+// client's peer id.
+func findClient(ctx context.Context, h *p2p.Host, c *node.Client, j *chain.JobView, id peer.ID) (peer.ID, error) {
+	if id == "" {
+		var err error
+		if id, err = clientPeer(ctx, c, j); err != nil {
+			return "", err
+		}
+	}
+	return id, h.FindPeer(ctx, id)
 }
 
 // clientPeer is the peer id of job j's client: the public key that signed

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"context"
+
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/ogpu-network/ogpu/market"
+	"github.com/ogpu-network/ogpu/types"
+)
+
+// TestProviderFindsClientThatDidNotDial is the soak's job 39 stage 0: the
+// client dials the winners at the award, but a winner that is not (or no
+// longer) connected to it found only peers that refuse the input (the
+// validators), tried until its report deadline and was slashed. A client
+// publishes no address; its peer id is its account key. The provider now
+// looks it up as validators do (the key from the job's posting
+// transaction, the addresses from the DHT) and fetches the input from it.
+func TestProviderFindsClientThatDidNotDial(t *testing.T) {
+	n := newTestNet(t)
+	cl := n.client()
+	// What the client serves to whom is Access's business (tested
+	// elsewhere); here the client serves its input to any peer that asks.
+	cl.Host.SetAuthorize(nil)
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	h, err := cl.Store.Put(in.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lj := n.job(24)
+	msg := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
+		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: h,
+		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
+	}
+	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := n.c.Job(n.ctx, posted.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A provider on the same network (it bootstrapped through the
+	// validator) that the client never dialed.
+	ph, pstore := n.host("prov1", n.keys["prov1"])
+	time.Sleep(2 * time.Second) // its DHT's first walk, which meets every peer here, is over
+	// Neither knows the other's address (a client process that never
+	// dialed this provider), so nothing but a lookup brings them together.
+	ph.Host().Peerstore().ClearAddrs(cl.Host.ID())
+	cl.Host.Host().Peerstore().ClearAddrs(ph.ID())
+	_ = ph.Host().Network().ClosePeer(cl.Host.ID())
+	if len(peersOf(ph, j.Client)) != 0 {
+		t.Fatal("the provider is still connected to the client")
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+	defer cancel()
+	if err := fetchFromPartiesMax(ctx, ph, n.c, pstore, j, h, maxLLMInputBlob); err != nil {
+		t.Fatalf("the provider did not get the input of a client that did not dial it: %v", err)
+	}
+	if !pstore.Has(h) {
+		t.Fatal("the input is not in the provider's store")
+	}
+}
+
+// TestClientDialsWinnerAgain: the client dials the stage-0 winners of a
+// pipeline job at the award to serve them its input. Before, a winner it
+// could not reach then (its record named an address it no longer listens
+// on: a restart, a change) was dialed once and never again. Now the client
+// dials it again, reading its record again, until it is reached.
+func TestClientDialsWinnerAgain(t *testing.T) {
+	n := newTestNet(t)
+	tp := n.provider("prov1", 40, false)
+	cl := n.client()
+	time.Sleep(2 * time.Second) // the DHT's first walks, which meet every peer here, are over
+	info, err := tp.agent.Prepare(n.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := *info
+	info.Addrs = []string{"/ip4/127.0.0.1/tcp/1/p2p/" + tp.host.ID().String()}
+	if err := tp.agent.Register(n.ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	// The client does not know the provider's address but from its record.
+	cl.Host.Host().Peerstore().ClearAddrs(tp.host.ID())
+	tp.host.Host().Peerstore().ClearAddrs(cl.Host.ID())
+	_ = cl.Host.Host().Network().ClosePeer(tp.host.ID())
+	connected := func() bool { return cl.Host.Host().Network().Connectedness(tp.host.ID()) == network.Connected }
+	if connected() {
+		t.Fatal("the client is still connected to the provider")
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, 15*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.keepDialing(ctx, []string{addrOf(n, "prov1").Hex()}, func(f string, a ...any) { t.Logf("[client] "+f, a...) })
+	}()
+	time.Sleep(1500 * time.Millisecond) // the first dial failed
+	if err := tp.agent.Register(n.ctx, &real); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	if !connected() {
+		t.Fatal("the client did not dial the winner again once its record named where it listens")
+	}
+}
