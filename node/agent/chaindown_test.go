@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,14 +227,13 @@ func TestPipelineStagesWhileNodeDown(t *testing.T) {
 	viaDown := &node.Client{RPC: rpc}
 	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = viaDown }
 	// The node goes down three times: at the first read of the job once
-	// the bids are revealed (a stage task's start: the read that fails is
+	// a stage is awarded (a stage task's start: the read that fails is
 	// that task's own, not a race with its log line), once a stage-0
 	// output is evaluated (its commit follows), and once stage 2's tasks
 	// wait for their turn (they ask whether it is open). It comes back
 	// half a second after a task logs a retry, or after 20 s (a task that
 	// gave up logs none).
 	var reads, commits, stageReads atomic.Int64
-	var revealed atomic.Bool
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	downOnce := func(why string) {
@@ -247,14 +247,19 @@ func TestPipelineStagesWhileNodeDown(t *testing.T) {
 		time.AfterFunc(20*time.Second, func() { rpc.down.Store(false) })
 	}
 	rpc.onQuery = func(path string) {
-		if revealed.Load() && strings.HasPrefix(path, chain.QueryJob) {
+		// A read of the job once the chain has awarded a stage (through
+		// the test's own client): a stage task's start. Bids and reveals
+		// are all in by then.
+		id, err := strconv.ParseUint(strings.TrimPrefix(path, chain.QueryJob), 10, 64)
+		if !strings.HasPrefix(path, chain.QueryJob) || err != nil {
+			return
+		}
+		if j, err := n.c.Job(n.ctx, id); err == nil && len(j.Tasks) > 0 && j.Tasks[0].Status == "executing" {
 			downOnce("start")
 		}
 	}
 	tapLogs(t, func(name, line string) {
 		switch {
-		case strings.Contains(line, "revealed bid"):
-			revealed.Store(true)
 		case strings.Contains(line, "evaluated stage on ciphertexts") && strings.Contains(line, " stage=0 "):
 			downOnce("commit")
 		case strings.Contains(line, "loaded model and evaluation keys") && strings.Contains(line, " stage=2 "):
