@@ -896,3 +896,57 @@ func TestWSEventsRefusals(t *testing.T) {
 	}
 	checkNoSubscriptionGoroutines(t)
 }
+
+// TestWSEventsHostileNode: whatever answers at a node's address may send
+// anything once the subscription is accepted. A message over
+// wsMaxMessage, or one that is not a JSON-RPC event, ends the
+// subscription with an error (the caller reopens it and polls), and
+// nothing is delivered; no goroutine is left.
+func TestWSEventsHostileNode(t *testing.T) {
+	upgrader := websocket.Upgrader{}
+	for _, c := range []struct {
+		name string
+		send []byte
+		want string
+	}{
+		{"oversized", []byte(`{"jsonrpc":"2.0","id":0,"result":{"data":"` + strings.Repeat("x", wsMaxMessage) + `"}}`), "read limit exceeded"},
+		{"garbage", []byte("\x00\xff not json"), "the event websocket failed"},
+		{"not an event", []byte(`{"jsonrpc":"2.0","id":0,"result":{"query":1}}`), "cannot decode an event"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				conn, err := upgrader.Upgrade(rw, r, nil)
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				if _, _, err := conn.ReadMessage(); err != nil { // the subscription
+					return
+				}
+				_ = conn.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"result":{}}`))
+				_ = conn.WriteMessage(websocket.TextMessage, c.send)
+				_, _, _ = conn.ReadMessage() // until the client goes
+			}))
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			w, err := dialEvents(ctx, srv.URL, newBlockHeaders, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			select {
+			case ev, ok := <-w.Events():
+				if ok {
+					t.Fatalf("delivered %+v", ev)
+				}
+			case <-ctx.Done():
+				t.Fatal("the subscription did not end")
+			}
+			if err := w.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ended with %v, want %q", err, c.want)
+			}
+		})
+	}
+	checkNoSubscriptionGoroutines(t)
+}

@@ -26,6 +26,11 @@ const wsIdle = 90 * time.Second
 // wsWriteWait bounds each write to the websocket.
 const wsWriteWait = 5 * time.Second
 
+// wsMaxMessage bounds one message from the node: a new-block-header event
+// is a few KiB. A node (or whatever answers at its address) sending more
+// ends the subscription instead of filling the client's memory.
+const wsMaxMessage = 1 << 20
+
 // wsEvents is one subscription to a node's events over its RPC websocket
 // (CometBFT's /websocket endpoint). Unlike CometBFT's WSClient it never
 // reconnects: on any error (the node closed the connection or died, an
@@ -151,6 +156,7 @@ func subscribeOn(ctx context.Context, conn *websocket.Conn, query string) error 
 	if err != nil {
 		return err
 	}
+	conn.SetReadLimit(wsMaxMessage)
 	_ = conn.SetWriteDeadline(deadline)
 	if err := conn.WriteJSON(req); err != nil {
 		return ctxErr(ctx, fmt.Errorf("cannot send the subscription to %q: %w", query, err))
