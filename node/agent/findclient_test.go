@@ -8,7 +8,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
-	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
 )
 
@@ -31,15 +30,8 @@ func TestProviderFindsClientThatDidNotDial(t *testing.T) {
 		t.Fatal(err)
 	}
 	lj := n.job(24)
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: h,
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lj.Model, lj.ModelSize = types.Hash{1}, 1
+	posted := n.postWithheld(cl, lj, h, in.Prompt)
 	j, err := n.c.Job(n.ctx, posted.Job)
 	if err != nil {
 		t.Fatal(err)

@@ -76,15 +76,7 @@ func TestH1WithheldPromptReportedNotSlashed(t *testing.T) {
 	// The prompt's hash is on chain; its bytes are nowhere.
 	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
 	lj := n.job(24)
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: lj.Model, ModelSize: lj.ModelSize,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := n.postWithheld(cl, lj, in.Hash(), in.Prompt)
 	j := h1Wait(n, posted.Job, "completed", func(j *chain.JobView) bool { return !j.State.Open() })
 	after := n.balance("client")
 	t.Logf("job %d %s: paid=%s refunded=%s compensated=%s validator_fee=%s", j.ID, j.StateName,
@@ -284,15 +276,8 @@ func TestH1ValidatorFindsClient(t *testing.T) {
 	cl := n.client()
 	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
 	lj := n.job(24)
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lj.Model, lj.ModelSize = types.Hash{1}, 1
+	posted := n.postWithheld(cl, lj, in.Hash(), in.Prompt)
 	j, err := n.c.Job(n.ctx, posted.Job)
 	if err != nil {
 		t.Fatal(err)
@@ -312,4 +297,21 @@ func TestH1ValidatorFindsClient(t *testing.T) {
 	if len(peersOf(h, j.Client)) == 0 {
 		t.Fatal("the validator did not reach the job's client")
 	}
+}
+
+// postWithheld posts an inference job (r = 2) on lj's terms naming input
+// as its prompt (prompt's bytes, for the declared length), as a client
+// that serves nothing: the providers must report it or find it.
+func (n *testNet) postWithheld(cl *Client, lj LLMJob, input types.Hash, prompt string) *market.EventJobPosted {
+	n.t.Helper()
+	msg := &market.MsgPostJob{
+		Kind: market.KindInference, Mode: market.ModeAuction, Model: lj.Model, ModelSize: lj.ModelSize,
+		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: input,
+		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(prompt),
+	}
+	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return posted
 }

@@ -8,7 +8,6 @@ import (
 	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/ogpu-network/ogpu/chain"
-	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -72,15 +71,7 @@ func TestInputCheckSealWhileNodeDown(t *testing.T) {
 	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
 	lj := n.job(24)
 	lj.Windows.Execute = 16
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: lj.Model, ModelSize: lj.ModelSize,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := n.postWithheld(cl, lj, in.Hash(), in.Prompt)
 	select {
 	case r := <-n.checks:
 		if r.err != nil {
@@ -108,15 +99,8 @@ func TestJudgeInputAbstainsWhenNodeNeverAnswers(t *testing.T) {
 	cl := n.client()
 	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
 	lj := n.job(24)
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: types.Hash{1}, ModelSize: 1,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lj.Model, lj.ModelSize = types.Hash{1}, 1
+	posted := n.postWithheld(cl, lj, in.Hash(), in.Prompt)
 	n.validatorRPC.down.Store(true)
 	defer n.validatorRPC.down.Store(false)
 	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)

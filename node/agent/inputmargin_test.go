@@ -8,7 +8,6 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
-	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/types"
@@ -80,15 +79,7 @@ func TestInputReportLandsWhileNodeDown(t *testing.T) {
 	in := &LLMInput{Version: 1, Prompt: "Once upon a time"} // never served
 	lj := n.job(24)
 	lj.Windows.Execute = 40
-	msg := &market.MsgPostJob{
-		Kind: market.KindInference, Mode: market.ModeAuction, Model: lj.Model, ModelSize: lj.ModelSize,
-		Stages: 1, Redundancy: 2, MaxPrice: lj.MaxPrice, Req: lj.Req, Input: in.Hash(),
-		Windows: lj.Windows, MaxTokens: lj.MaxTokens, PromptTokens: PromptTokenBound(in.Prompt),
-	}
-	_, posted, err := cl.postJob(n.ctx, msg, Runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := n.postWithheld(cl, lj, in.Hash(), in.Prompt)
 	j := h1Wait(n, posted.Job, "past the commit deadline", func(j *chain.JobView) bool {
 		h, err := n.c.CommittedHeight(n.ctx)
 		return err == nil && len(j.Tasks) == 1 && j.Tasks[0].CommitDeadline > 0 && uint64(h) > j.Tasks[0].CommitDeadline+1
