@@ -237,11 +237,11 @@ func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error
 
 // WaitTx polls until the transaction is in a block or ctx ends.
 func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, error) {
-	return c.waitTx(ctx, hash, nil)
+	return c.waitTx(ctx, hash, nil, 0)
 }
 
 // waitTx is WaitTx; with bz (the transaction's bytes) it also broadcasts
-// them again every rebroadcastEvery until a block includes them, for a
+// them again every every until a block includes them, for a
 // node that lost its mempool (see Sender.Send). The node takes the bytes
 // again, or holds them already, or refuses them. A refusal for a used
 // nonce means a block included them (the lookup finds them) or another
@@ -249,10 +249,10 @@ func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, err
 // two such refusals in a row and still no inclusion, waitTx returns that
 // refusal, so that the caller signs its messages again instead of
 // waiting for ctx to end.
-func (c *Client) waitTx(ctx context.Context, hash, bz []byte) (*ctypes.ResultTx, error) {
+func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duration) (*ctypes.ResultTx, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	again := time.Now().Add(rebroadcastEvery)
+	again := time.Now().Add(every)
 	nonceUsed := 0 // rebroadcasts in a row refused for the nonce
 	for {
 		res, err := c.RPC.Tx(ctx, hash, false)
@@ -267,7 +267,7 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte) (*ctypes.ResultTx,
 				return nil, &TxError{Hash: hash, Code: types.ErrNonceUsed.Code,
 					Log: "no block included the transaction and its nonce is used by another transaction of the sender: send the messages again"}
 			}
-			again = time.Now().Add(rebroadcastEvery)
+			again = time.Now().Add(every)
 			if refusedForNonce(c.RPC.BroadcastTxSync(ctx, bz)) {
 				nonceUsed++
 			} else {

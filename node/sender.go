@@ -34,6 +34,11 @@ type Sender struct {
 	params  *genesis.Params
 	next    uint64
 	synced  bool // next was read from the account (or advanced from it)
+
+	// RebroadcastEvery is how often Send (and Pending.Wait) hands the node
+	// a transaction no block has included yet again; 0 means 3 s. Set it
+	// before the first use.
+	RebroadcastEvery time.Duration
 }
 
 // NewSender returns a sender for key's account through c.
@@ -56,16 +61,46 @@ func (s *Sender) Address() types.Address { return s.addr }
 // deadline passes. The identical bytes cannot be included twice (same
 // nonce); a node that still holds them answers from its cache.
 func (s *Sender) Send(ctx context.Context, msgs ...types.RawMsg) (*ctypes.ResultTx, error) {
+	p, err := s.Post(ctx, msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is a transaction a node's mempool took.
+type Pending struct {
+	Hash  []byte
+	bz    []byte
+	c     *Client
+	every time.Duration
+}
+
+// Wait waits for a block to include p, handing the node its bytes again
+// while it waits, as Send does.
+func (p *Pending) Wait(ctx context.Context) (*ctypes.ResultTx, error) {
+	return p.c.waitTx(ctx, p.Hash, p.bz, p.every)
+}
+
+// Post is Send in two steps: it signs and broadcasts msgs (as Submit) and
+// returns the pending transaction, whose Wait the caller may run later or
+// elsewhere.
+func (s *Sender) Post(ctx context.Context, msgs ...types.RawMsg) (*Pending, error) {
 	hash, bz, err := s.submit(ctx, msgs)
 	if err != nil {
 		return nil, err
 	}
-	return s.c.waitTx(ctx, hash, bz)
+	every := s.RebroadcastEvery
+	if every <= 0 {
+		every = rebroadcastEvery
+	}
+	return &Pending{Hash: hash, bz: bz, c: s.c, every: every}, nil
 }
 
 // rebroadcastEvery is how long Send waits for a block to include its
-// transaction before it hands the node the same bytes again.
-var rebroadcastEvery = 3 * time.Second
+// transaction before it hands the node the same bytes again, unless the
+// Sender's RebroadcastEvery says otherwise.
+const rebroadcastEvery = 3 * time.Second
 
 // Submit signs msgs into one transaction and broadcasts it without waiting
 // for a block; it returns the transaction hash. A mempool refusal is a

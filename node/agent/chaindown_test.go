@@ -44,6 +44,10 @@ type downRPC struct {
 	// (a test takes the node down at a given transaction); it may be set
 	// while the agent runs.
 	onBroadcast atomic.Pointer[func(tx cmttypes.Tx)]
+	// loseIf, if set and true for a transaction, answers its broadcast
+	// "taken" without passing it on: the node took it into its mempool and
+	// was killed before a block included it.
+	loseIf atomic.Pointer[func(tx cmttypes.Tx) bool]
 }
 
 func (r *downRPC) query(path string) error {
@@ -90,6 +94,9 @@ func (r *downRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.
 	}
 	if err := r.fail(); err != nil {
 		return nil, err
+	}
+	if f := r.loseIf.Load(); f != nil && (*f)(tx) {
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash()}, nil
 	}
 	return r.Client.BroadcastTxSync(ctx, tx)
 }
@@ -356,4 +363,62 @@ func TestRevealWhileNodeDownIsNoFailure(t *testing.T) {
 	if failures != 1 {
 		t.Fatalf("the chain refused the reveal (unknown job): %d failures counted, want 1", failures)
 	}
+}
+
+// TestBidRevealLostByItsNode is the 30-minute soak's job 205: both
+// providers' reveals reached their node's mempool, the node was killed
+// before a block included them, the reveal window ended with no bid
+// revealed, the job expired (refunded), and each provider forfeited its
+// bid deposit. A reveal is now handed to the node again until a block
+// includes it or the window ends: the job is awarded and settles.
+func TestBidRevealLostByItsNode(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	var mu sync.Mutex
+	lost := map[types.Address]bool{}
+	lose := func(tx cmttypes.Tx) bool {
+		dec, err := types.DecodeTx(tx)
+		if err != nil || len(dec.Body.Msgs) != 1 || dec.Body.Msgs[0].Type != types.MsgTypeRevealBid {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if lost[dec.Body.From] {
+			return false
+		}
+		lost[dec.Body.From] = true // each provider's first reveal
+		return true
+	}
+	rpc.loseIf.Store(&lose)
+	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = &node.Client{RPC: rpc} }
+	perToken := func(milli uint64) pricing.Strategy {
+		m := func(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
+		return pricing.PerToken{Base: m(100), PerToken: m(milli)}
+	}
+	n.providerWith("prov1", perToken(40), false, onDownNode)
+	n.providerWith("prov2", perToken(50), false, onDownNode)
+	cl := n.client()
+	lj := n.job(8)
+	lj.Windows.Reveal = 25 // 5 s at 200 ms blocks: room for a resend 3 s on
+	res, err := cl.RunLLM(n.ctx, lj, func(f string, a ...any) { t.Logf("[client] "+f, a...) }, nil)
+	if err != nil {
+		t.Fatalf("the job did not settle with its reveals lost once: %v", err)
+	}
+	mu.Lock()
+	nLost := len(lost)
+	mu.Unlock()
+	if nLost != 2 {
+		t.Fatalf("%d providers' reveals were lost, want 2", nLost)
+	}
+	j, err := n.c.Job(n.ctx, res.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range j.Tasks[0].Slots {
+		if sl.NoShow {
+			t.Errorf("%s was a no-show", sl.Provider.Hex())
+		}
+	}
+	t.Logf("job %d %s (%s) with both first reveals lost", res.Job, j.StateName, res.Outcome)
+	n.supplyIsCap()
 }

@@ -191,6 +191,8 @@ type bidSecret struct {
 	Price    *uint256.Int
 	Salt     types.Hash
 	Revealed bool
+	// revealing: a reveal of it is under way (not saved).
+	revealing bool
 }
 
 type resultSecret struct {
@@ -531,7 +533,7 @@ func (p *Provider) resume(ctx context.Context) {
 		})
 		if err == nil && j.State == market.JobRevealing {
 			p.log.Info("revealing a bid sealed before the restart", "job", id)
-			p.revealBids(ctx, id)
+			p.revealBids(ctx, id, j.RevealEnd)
 		}
 	}
 	tasks, err := p.resumable(ctx)
@@ -713,7 +715,7 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 	case market.EventJobRevealing{}.EventType():
 		var e market.EventJobRevealing
 		if types.DecodeEvent(ev, &e) == nil {
-			p.revealBids(ctx, e.Job)
+			p.revealBids(ctx, e.Job, e.RevealEnd)
 		}
 	case market.EventJobAwarded{}.EventType():
 		var e market.EventJobAwarded
@@ -1035,29 +1037,72 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 	return ""
 }
 
-func (p *Provider) revealBids(ctx context.Context, job uint64) {
+// revealBids reveals this provider's sealed bids on job, each until a
+// block includes it or the reveal window (ending at block revealEnd) is
+// over: a reveal sent while the node cannot be reached is sent again, and
+// one the node took and then lost (killed before a block included it) is
+// handed to it again (node.Pending.Wait). An unrevealed bid is forfeited,
+// and with every winner's reveal lost the job expires (the soak's job
+// 205: the providers' node was killed inside a 3-block reveal window).
+func (p *Provider) revealBids(ctx context.Context, job, revealEnd uint64) {
 	p.mu.Lock()
 	var todo []taskKey
 	for k, s := range p.bids {
-		if k.Job == job && !s.Revealed {
+		if k.Job == job && !s.Revealed && !s.revealing {
+			s.revealing = true
 			todo = append(todo, k)
 		}
 	}
 	p.mu.Unlock()
-	for _, k := range todo {
-		p.mu.Lock()
-		s := p.bids[k]
-		p.mu.Unlock()
-		msg := &market.MsgRevealBid{Job: k.Job, Stage: k.Stage, Price: s.Price, Salt: s.Salt}
-		if _, err := p.sender.Submit(ctx, msg.Raw()); err != nil {
-			p.log.Warn("bid reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
-			continue
+	if len(todo) == 0 {
+		return
+	}
+	p.spawn(func() {
+		rctx, cancel := untilHeight(ctx, p.cfg.Chain, revealEnd+1)
+		defer cancel()
+		for _, k := range todo {
+			p.revealBid(rctx, k)
 		}
+	})
+}
+
+// revealBid reveals one sealed bid within ctx (the reveal window).
+func (p *Provider) revealBid(ctx context.Context, k taskKey) {
+	p.mu.Lock()
+	s := p.bids[k]
+	p.mu.Unlock()
+	defer func() {
 		p.mu.Lock()
-		s.Revealed = true
+		s.revealing = false
 		p.mu.Unlock()
-		p.saveSecrets()
-		p.log.Info("revealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(s.Price))
+	}()
+	msg := &market.MsgRevealBid{Job: k.Job, Stage: k.Stage, Price: s.Price, Salt: s.Salt}
+	var pending *node.Pending
+	err := p.untilChain(ctx, k, "reveal the bid", func() (err error) {
+		pending, err = p.sender.Post(ctx, msg.Raw())
+		return err
+	})
+	if err != nil {
+		p.log.Warn("bid reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
+		return
+	}
+	p.mu.Lock()
+	s.Revealed = true
+	p.mu.Unlock()
+	p.saveSecrets()
+	p.log.Info("revealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(s.Price))
+	if _, err := pending.Wait(ctx); err != nil {
+		var te *node.TxError
+		if errors.As(err, &te) && te.Code == types.ErrNonceUsed.Code && ctx.Err() == nil {
+			// Its nonce went to another transaction: sign it again.
+			p.mu.Lock()
+			s.Revealed = false
+			p.mu.Unlock()
+			p.saveSecrets()
+			p.revealBid(ctx, k)
+			return
+		}
+		p.log.Warn("no block included the bid reveal before the reveal window ended", "job", k.Job, "stage", k.Stage, "err", err)
 	}
 }
 
