@@ -336,17 +336,28 @@ func (h *Host) acquireSlot(p peer.ID) (release func(), ok bool) {
 	}, true
 }
 
+// authorizeTimeout bounds one access check: a holder whose chain node
+// hangs answers "unavailable, try again" after it, not "forbidden", and a
+// requester does not wait out requestTimeout for it.
+var authorizeTimeout = 10 * time.Second
+
 // serve answers one request.
 func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payload []byte) {
 	if h.store == nil {
 		return statusNotFound, "this peer keeps no blobs", nil
 	}
 	if authorize := h.authorizer(); authorize != nil {
-		ctx, cancel := context.WithTimeout(h.ctx, requestTimeout)
+		ctx, cancel := context.WithTimeout(h.ctx, authorizeTimeout)
 		err := authorize(ctx, remote, q.hash)
+		timedOut := ctx.Err() != nil && h.ctx.Err() == nil
 		cancel()
 		if errors.Is(err, ErrUnavailable) {
 			return statusUnavailable, fmt.Sprintf("blob %x: %v", q.hash, err), nil
+		}
+		if err != nil && timedOut {
+			// The check (its chain query) hangs: the requester asks
+			// again, instead of waiting out its whole request.
+			return statusUnavailable, fmt.Sprintf("blob %x: the access check took longer than %s (%v); try again", q.hash, authorizeTimeout, err), nil
 		}
 		if err != nil {
 			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil

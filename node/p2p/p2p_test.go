@@ -684,3 +684,31 @@ func TestCloseDuringFetch(t *testing.T) {
 		t.Fatalf("restarted fetch requested %d pieces, want the %d missing", n, missing)
 	}
 }
+
+// TestSlowAccessCheckIsUnavailable: a holder whose access check hangs (its
+// chain query does not return) answers "unavailable, try again" once the
+// check has taken authorizeTimeout, so the requester asks again or another
+// holder; before, the requester waited out the whole request (2 minutes)
+// for each piece. A check that fails in time is still a refusal.
+func TestSlowAccessCheckIsUnavailable(t *testing.T) {
+	defer func(d time.Duration) { authorizeTimeout = d }(authorizeTimeout)
+	authorizeTimeout = 300 * time.Millisecond
+	const piece = 16 << 10
+	data := randBytes(2*piece, 7)
+	h := newHost(t, piece, withAuthorize(func(ctx context.Context, _ peer.ID, _ types.Hash) error {
+		<-ctx.Done() // the chain query hangs
+		return fmt.Errorf("query the job: %w", ctx.Err())
+	}))
+	hash := put(t, h, data)
+	c := newHost(t, piece)
+	connect(t, c, h)
+	ctx, cancel := context.WithTimeout(testCtx(t), 20*time.Second)
+	defer cancel()
+	_, err := c.Fetch(ctx, hash, FetchOptions{Peers: []peer.ID{h.ID()}})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrForbidden) || ctx.Err() != nil {
+		t.Fatalf("err = %v (fetch context: %v), want ErrUnavailable before the fetch's own deadline", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "access check took longer") {
+		t.Fatalf("err = %v, want the reason", err)
+	}
+}
