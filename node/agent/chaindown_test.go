@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,4 +422,46 @@ func TestBidRevealLostByItsNode(t *testing.T) {
 	}
 	t.Logf("job %d %s (%s) with both first reveals lost", res.Job, j.StateName, res.Outcome)
 	n.supplyIsCap()
+}
+
+// TestRevealsSentTogether: a provider's reveals of one job's bids (one
+// per stage) all go out before any is included, and their inclusions are
+// awaited side by side. The 20-minute soak on the first version of the
+// lost-reveal fix found reveals sent one after another's inclusion: a
+// 3-stage job's last reveal came after its 3-block window (the job
+// expired), and a bid dropped meanwhile crashed the agent.
+func TestRevealsSentTogether(t *testing.T) {
+	n := newTestNet(t)
+	rpc := &downRPC{Client: n.c.RPC}
+	var mu sync.Mutex
+	var heights []int64
+	rec := func(tx cmttypes.Tx) {
+		dec, err := types.DecodeTx(tx)
+		if err != nil || len(dec.Body.Msgs) != 1 || dec.Body.Msgs[0].Type != types.MsgTypeRevealBid {
+			return
+		}
+		h, _ := n.c.CommittedHeight(n.ctx)
+		mu.Lock()
+		heights = append(heights, h)
+		mu.Unlock()
+	}
+	rpc.onBroadcast.Store(&rec)
+	onDownNode := func(cfg *ProviderConfig) { cfg.Chain = &node.Client{RPC: rpc} }
+	n.providerWith("prov1", stagePrices{100, 100, 100}, false, onDownNode)
+	n.providerWith("prov2", stagePrices{200, 200, 200}, false)
+	c := n.client()
+	m := pipelineModel(t)
+	input := []float64{0.61803, -0.27182, 0.31415, -0.14142, 0.1732, 0.2236}
+	job, _ := n.pipelineJob(t, m, input)
+	if _, err := c.RunPipeline(n.ctx, job, func(f string, a ...any) { t.Logf("[client] "+f, a...) }); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heights) != 3 {
+		t.Fatalf("prov1 broadcast %d reveals, want 3 (one per stage)", len(heights))
+	}
+	if span := slices.Max(heights) - slices.Min(heights); span > 1 {
+		t.Fatalf("prov1's reveals went out at heights %v: one after another's inclusion", heights)
+	}
 }

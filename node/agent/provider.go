@@ -1044,6 +1044,7 @@ func (p *Provider) cannotRun(j *chain.JobView) string {
 // handed to it again (node.Pending.Wait). An unrevealed bid is forfeited,
 // and with every winner's reveal lost the job expires (the soak's job
 // 205: the providers' node was killed inside a 3-block reveal window).
+// Every reveal is sent first; their inclusions are awaited side by side.
 func (p *Provider) revealBids(ctx context.Context, job, revealEnd uint64) {
 	p.mu.Lock()
 	var todo []taskKey
@@ -1060,23 +1061,37 @@ func (p *Provider) revealBids(ctx context.Context, job, revealEnd uint64) {
 	p.spawn(func() {
 		rctx, cancel := untilHeight(ctx, p.cfg.Chain, revealEnd+1)
 		defer cancel()
+		var wg sync.WaitGroup
 		for _, k := range todo {
-			p.revealBid(rctx, k)
+			pending := p.postReveal(rctx, k)
+			if pending == nil {
+				p.revealDone(k)
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.awaitReveal(rctx, k, pending)
+			}()
 		}
+		wg.Wait()
 	})
 }
 
-// revealBid reveals one sealed bid within ctx (the reveal window).
-func (p *Provider) revealBid(ctx context.Context, k taskKey) {
+// postReveal sends the reveal of bid k, again while the node cannot be
+// reached, and marks the bid revealed; nil if the bid is gone (its job
+// ended) or the chain refused the reveal.
+func (p *Provider) postReveal(ctx context.Context, k taskKey) *node.Pending {
 	p.mu.Lock()
 	s := p.bids[k]
+	var msg *market.MsgRevealBid
+	if s != nil {
+		msg = &market.MsgRevealBid{Job: k.Job, Stage: k.Stage, Price: s.Price, Salt: s.Salt}
+	}
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		s.revealing = false
-		p.mu.Unlock()
-	}()
-	msg := &market.MsgRevealBid{Job: k.Job, Stage: k.Stage, Price: s.Price, Salt: s.Salt}
+	if msg == nil {
+		return nil
+	}
 	var pending *node.Pending
 	err := p.untilChain(ctx, k, "reveal the bid", func() (err error) {
 		pending, err = p.sender.Post(ctx, msg.Raw())
@@ -1084,26 +1099,54 @@ func (p *Provider) revealBid(ctx context.Context, k taskKey) {
 	})
 	if err != nil {
 		p.log.Warn("bid reveal refused", "job", k.Job, "stage", k.Stage, "err", err)
-		return
+		return nil
 	}
-	p.mu.Lock()
-	s.Revealed = true
-	p.mu.Unlock()
-	p.saveSecrets()
-	p.log.Info("revealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(s.Price))
-	if _, err := pending.Wait(ctx); err != nil {
-		var te *node.TxError
-		if errors.As(err, &te) && te.Code == types.ErrNonceUsed.Code && ctx.Err() == nil {
-			// Its nonce went to another transaction: sign it again.
-			p.mu.Lock()
-			s.Revealed = false
-			p.mu.Unlock()
-			p.saveSecrets()
-			p.revealBid(ctx, k)
+	p.setRevealed(k, true)
+	p.log.Info("revealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(msg.Price))
+	return pending
+}
+
+// awaitReveal waits for a block to include the reveal of bid k (pending)
+// until ctx ends; a reveal whose nonce another transaction took is signed
+// and sent again.
+func (p *Provider) awaitReveal(ctx context.Context, k taskKey, pending *node.Pending) {
+	defer p.revealDone(k)
+	for pending != nil {
+		_, err := pending.Wait(ctx)
+		if err == nil {
 			return
 		}
-		p.log.Warn("no block included the bid reveal before the reveal window ended", "job", k.Job, "stage", k.Stage, "err", err)
+		var te *node.TxError
+		if !errors.As(err, &te) || te.Code != types.ErrNonceUsed.Code || ctx.Err() != nil {
+			p.log.Warn("no block included the bid reveal before the reveal window ended", "job", k.Job, "stage", k.Stage, "err", err)
+			return
+		}
+		p.setRevealed(k, false) // its nonce went to another transaction
+		pending = p.postReveal(ctx, k)
 	}
+}
+
+// setRevealed records whether bid k's reveal is sent (a restarted agent
+// reveals the bids not marked), if the bid is still kept.
+func (p *Provider) setRevealed(k taskKey, revealed bool) {
+	p.mu.Lock()
+	s := p.bids[k]
+	if s != nil {
+		s.Revealed = revealed
+	}
+	p.mu.Unlock()
+	if s != nil {
+		p.saveSecrets()
+	}
+}
+
+// revealDone ends the reveal under way of bid k, if the bid is still kept.
+func (p *Provider) revealDone(k taskKey) {
+	p.mu.Lock()
+	if s := p.bids[k]; s != nil {
+		s.revealing = false
+	}
+	p.mu.Unlock()
 }
 
 func (p *Provider) startTask(ctx context.Context, k taskKey, commitDeadline uint64) {
