@@ -97,6 +97,12 @@ type App struct {
 	// extender makes this validator's vote extensions (voteext.go).
 	extender Extender
 
+	// committed is the last saved version, through the tree's reader, for
+	// PreverifyTx's cheap checks without checkMu (sigcache.go); nil until
+	// the first Commit (or a restored snapshot): the genesis state is
+	// read under checkMu then.
+	committed atomic.Pointer[store.Snapshot]
+
 	// sigs are the transactions whose signature verified (sigcache.go).
 	sigs *sigCache
 	// execs are the recorded runs of transactions (execrecord.go).
@@ -152,6 +158,11 @@ func (a *App) resetCheckState() {
 		panic(err) // the latest version always exists
 	}
 	a.check = store.NewCache(snap)
+	if snap.Version() > 0 {
+		a.committed.Store(snap)
+	} else {
+		a.committed.Store(nil)
+	}
 }
 
 // AppHash is sha256("ogpu/apphash/v1" | bigEndian(height) | root): it commits
@@ -230,6 +241,7 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	a.tree.Iterate(nil, nil, func(k, v []byte) bool { frozen.Set(k, v); return false })
 	a.checkMu.Lock()
 	a.check = store.NewCache(frozen)
+	a.committed.Store(nil)
 	a.checkHeight = uint64(height) + 1
 	a.checkMu.Unlock()
 	return &abci.InitChainResponse{AppHash: AppHash(height, a.tree.WorkingHash()), Validators: vals}, nil

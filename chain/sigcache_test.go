@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
@@ -156,6 +157,49 @@ func TestPreverifySkipsWhatCheapChecksRefuse(t *testing.T) {
 	h.app.PreverifyTx(next)
 	if n := h.app.sigs.recoveries.Load(); n != 1 {
 		t.Fatalf("%d recoveries for a payable transaction preverified twice, want 1", n)
+	}
+	if r := h.checkTx(next); r.Code != 0 {
+		t.Fatal(r.Log)
+	}
+}
+
+// PreverifyTx's cheap checks read the last saved version, not the
+// mempool's view, and so take no lock: a recovery starts while CheckTx
+// holds checkMu (it does, for every transaction it admits). Under checkMu
+// the submitting goroutines queued behind each other's CheckTx before
+// their recoveries could start, and a core stayed idle (issue 17). The
+// checks still refuse what the saved version refuses: an unfunded
+// stranger and a nonce the chain has used get no recovery while checkMu
+// is held either.
+func TestPreverifyTakesNoLock(t *testing.T) {
+	h := newHarness(t, store.NewMemTree(), testGenesis())
+	h.block(h.tx("alice", send("bob", types.OGPU(1))))
+	spent := signTx(t, testKey("alice"), 0, send("bob", types.OGPU(1)))
+	stranger := signTx(t, testKey("stranger"), 0, send("bob", types.OGPU(1)))
+	next := signTx(t, testKey("alice"), 1, send("bob", types.OGPU(1)))
+	h.app.sigs.recoveries.Store(0)
+
+	h.app.checkMu.Lock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.app.PreverifyTx(spent)
+		h.app.PreverifyTx(stranger)
+		h.app.PreverifyTx(next)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		h.app.checkMu.Unlock()
+		<-done
+		t.Fatal("PreverifyTx waited for checkMu")
+	}
+	h.app.checkMu.Unlock()
+	if n := h.app.sigs.recoveries.Load(); n != 1 {
+		t.Fatalf("%d recoveries, want 1 (alice's next transfer; not her spent nonce, not the unfunded stranger)", n)
+	}
+	if _, verified := h.app.sigs.get(sha256.Sum256(next)); !verified {
+		t.Fatal("alice's next transfer is not in the signature cache")
 	}
 	if r := h.checkTx(next); r.Code != 0 {
 		t.Fatal(r.Log)
