@@ -331,7 +331,7 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 	start := time.Now()
 	errc := make(chan error, len(perSender))
 	var submitted sync.WaitGroup
-	var submitDone time.Duration
+	var submitDone, submitCPU time.Duration
 	var mu sync.Mutex
 	for _, txs := range perSender {
 		submitted.Add(1)
@@ -353,6 +353,7 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 			}
 			mu.Lock()
 			submitDone = max(submitDone, time.Since(start))
+			submitCPU = max(submitCPU, processCPU(b)-cpu0)
 			mu.Unlock()
 		}()
 	}
@@ -410,4 +411,9 @@ func runTransfers(b *testing.B, n *nm.Node, perSender [][][]byte, total int) {
 	// Rounds beyond the first, summed over the blocks: a proposal that took
 	// longer than timeout_propose to build lost its round.
 	b.ReportMetric(float64(rounds), "extra-rounds")
+	// The same over the submission only (until the last sender's last
+	// CheckTx answered), and the cores it kept busy meanwhile: below the
+	// machine's cores, admission waits on something other than the CPU.
+	b.ReportMetric(float64(submitCPU.Microseconds())/float64(total), "submit-cpu-µs/tx")
+	b.ReportMetric(float64(submitCPU)/float64(submitDone), "submit-cores")
 }

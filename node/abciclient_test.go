@@ -1,0 +1,106 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	abcicli "github.com/cometbft/cometbft/abci/client"
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	"github.com/ogpu-network/ogpu/node"
+)
+
+// serialApp answers CheckTx with the transaction as its log, counts calls
+// that overlap (there must be none: the mempool connection runs the app's
+// CheckTx one at a time) and panics on "panic".
+type serialApp struct {
+	abci.BaseApplication
+	inside, overlaps, calls atomic.Int64
+}
+
+func (a *serialApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	if a.inside.Add(1) > 1 {
+		a.overlaps.Add(1)
+	}
+	defer a.inside.Add(-1)
+	a.calls.Add(1)
+	if string(req.Tx) == "panic" {
+		panic("the app panicked")
+	}
+	return &abci.CheckTxResponse{Log: string(req.Tx)}, nil
+}
+
+// The mempool connection's CheckTx (a combiner, node/abciclient.go): from
+// 16 goroutines at once, every call gets its own answer, the app's CheckTx
+// never runs beside itself, pre runs once per first check and never for a
+// recheck, and the ReqRes it returns is answered, so the mempool's
+// callback, set after the call returns, runs at once (CListMempool adds
+// the transaction there). A panicking CheckTx fails its own call only:
+// calls queued behind it are answered, and later calls still run.
+func TestMempoolClientCombines(t *testing.T) {
+	app := new(serialApp)
+	var pres atomic.Int64
+	cli, err := node.NewClientCreator(app, func([]byte) { pres.Add(1) }).NewABCIMempoolClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each = 16, 300
+	var wg sync.WaitGroup
+	errc := make(chan error, goroutines+1)
+	var callbacks atomic.Int64
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				tx := fmt.Sprintf("tx %d/%d", g, i)
+				typ := abci.CHECK_TX_TYPE_CHECK
+				if i%10 == 9 {
+					typ = abci.CHECK_TX_TYPE_RECHECK
+				}
+				rr, err := cli.CheckTxAsync(context.Background(), &abci.CheckTxRequest{Tx: []byte(tx), Type: typ})
+				if err != nil {
+					errc <- err
+					return
+				}
+				var got string
+				rr.SetCallback(func(res *abci.Response) error {
+					got = res.GetCheckTx().Log
+					callbacks.Add(1)
+					return nil
+				})
+				if got != tx {
+					errc <- fmt.Errorf("%s: answered %q", tx, got)
+					return
+				}
+			}
+		})
+	}
+	// One caller's app panics while the others run.
+	wg.Go(func() {
+		if _, err := cli.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: []byte("panic")}); err == nil {
+			errc <- fmt.Errorf("a panicking CheckTx returned no error")
+		}
+	})
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if n := app.overlaps.Load(); n != 0 {
+		t.Errorf("the app's CheckTx ran beside itself %d times", n)
+	}
+	if n, want := callbacks.Load(), int64(goroutines*each); n != want {
+		t.Errorf("%d callbacks ran, want %d", n, want)
+	}
+	if n, want := pres.Load(), int64(goroutines*each*9/10+1); n != want {
+		t.Errorf("pre ran %d times, want %d (not for rechecks)", n, want)
+	}
+	// The combiner role was left free: one more call still runs.
+	res, err := cli.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: []byte("after")})
+	if err != nil || res.Log != "after" {
+		t.Fatalf("a call after the others: %v, %v", res, err)
+	}
+	var _ abcicli.Client = cli
+}
