@@ -3,6 +3,7 @@ package chain
 import (
 	"crypto/sha256"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -58,8 +59,16 @@ func reusable(tx *types.Tx) bool {
 // what the recorded run read, and recording a successful run of a
 // reusable transaction.
 func (a *App) runTxRecorded(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
+	res := a.execTxRecorded(kv, env, bz, atomic)
+	escrow.NewKeeper(kv).AddFee(res.fee)
+	return res
+}
+
+// execTxRecorded is runTxRecorded but for the fee pool (execTx): the
+// records leave it out.
+func (a *App) execTxRecorded(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
 	if a.execs == nil || len(bz) > keepDecoded {
-		return a.runTx(kv, env, bz, atomic)
+		return a.execTx(kv, env, bz, atomic)
 	}
 	k := sha256.Sum256(bz)
 	if r, ok := a.execs.get(k); ok && store.ReadsMatch(kv, r.reads) {
@@ -68,10 +77,10 @@ func (a *App) runTxRecorded(kv store.KV, env blockEnv, bz []byte, atomic bool) t
 	}
 	tx, _ := a.sigs.get(k)
 	if tx == nil || !reusable(tx) {
-		return a.runTx(kv, env, bz, atomic)
+		return a.execTx(kv, env, bz, atomic)
 	}
 	rec := store.NewRecorder(kv)
-	res := a.runTx(rec, env, bz, atomic)
+	res := a.execTx(rec, env, bz, atomic)
 	if res.stage == stageOK && !rec.Iterated() {
 		a.execs.put(k, &execRecord{reads: rec.Reads(), writes: rec.Writes(), res: res}, true)
 	}

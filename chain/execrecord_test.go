@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
@@ -169,4 +171,72 @@ func TestExecRecordKeepsNoFailure(t *testing.T) {
 func recorded(a *App, tx []byte) bool {
 	_, ok := a.execs.get(sha256.Sum256(tx))
 	return ok
+}
+
+// A transfer's execution record holds in a proposal that orders the
+// mempool's transactions differently (each pays a different recipient).
+// Every transaction credits the fee
+// pool; were that credit inside the recorded run, each record would have
+// read the pool's value at its place in the mempool, and a proposal in
+// another order (CometBFT's mempool adds checked transactions in the order
+// their callers return, not the order CheckTx ran them; proposalOrder
+// sorts by fee) would run every transfer again (issue 17: the proposer
+// spent 20 µs a transfer doing so). The pool is credited after the
+// recorded run (escrow.Keeper.ChargeFee), and the block still pays it
+// every fee.
+func TestExecRecordsHoldInAnotherOrder(t *testing.T) {
+	h := newHarness(t, store.NewMemTree(), testGenesis())
+	a0 := signTx(t, testKey("alice"), 0, send("carol", types.OGPU(1)))
+	b0 := signTx(t, testKey("bob"), 0, send("frank", types.OGPU(2)))
+	a1 := signTx(t, testKey("alice"), 1, send("dave", types.OGPU(3)))
+	b1 := signTx(t, testKey("bob"), 1, send("erin", types.OGPU(4)))
+	recs := map[string]*execRecord{}
+	for _, tx := range [][]byte{a0, b0, a1, b1} {
+		h.app.PreverifyTx(tx)
+		if r := h.checkTx(tx); r.Code != 0 {
+			t.Fatal(r.Log)
+		}
+		rec, ok := h.app.execs.get(sha256.Sum256(tx))
+		if !ok {
+			t.Fatal("CheckTx left no record of a transfer")
+		}
+		recs[string(tx)] = rec
+	}
+	pool := func() *uint256.Int {
+		snap, err := h.tree.Snapshot(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return escrow.NewKeeper(snap).FeePool()
+	}
+	before := new(uint256.Int).Add(pool(), h.balance("val"))
+	reaped := [][]byte{b0, b1, a0, a1}
+	pp, err := h.app.PrepareProposal(context.Background(), &abci.PrepareProposalRequest{Txs: reaped, MaxTxBytes: 1 << 20, Height: h.height + 1})
+	if err != nil || len(pp.Txs) != 4 {
+		t.Fatalf("proposal: %d txs, %v", len(pp.Txs), err)
+	}
+	for _, tx := range reaped {
+		if rec, _ := h.app.execs.get(sha256.Sum256(tx)); rec != recs[string(tx)] {
+			t.Fatal("the proposal ran a transfer again instead of replaying its record")
+		}
+	}
+	fees := new(uint256.Int)
+	for i, r := range h.block(pp.Txs...) {
+		if r.Code != 0 {
+			t.Fatalf("tx %d: %s", i, r.Log)
+		}
+		tx, err := types.DecodeTx(pp.Txs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fees.Add(fees, tx.Body.Fee)
+	}
+	// The block's end paid the pool out to the validator (the remainder
+	// stays): the two hold what they held plus every fee.
+	if got, want := new(uint256.Int).Add(pool(), h.balance("val")), new(uint256.Int).Add(before, fees); !got.Eq(want) {
+		t.Fatalf("fee pool and validator hold %s after the block, want %s", got, want)
+	}
+	if got := h.balance("carol"); !got.Eq(types.OGPU(1001)) {
+		t.Fatalf("carol has %s, want 1001 ogpu", types.FormatAmount(got))
+	}
 }

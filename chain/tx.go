@@ -39,6 +39,9 @@ type txResult struct {
 	log       string
 	gas       uint64
 	events    []abci.Event
+	// fee is what the sender paid (nil: nothing), for the fee pool
+	// (runTx).
+	fee *uint256.Int
 }
 
 func fail(stage txStage, gas uint64, err error) txResult {
@@ -384,6 +387,14 @@ func decodeHandler(m types.RawMsg, work *genesis.MsgWork) (handler, error) {
 //
 // Every check here runs in CheckTx, PrepareProposal and FinalizeBlock alike.
 func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
+	res := a.execTx(kv, env, bz, atomic)
+	escrow.NewKeeper(kv).AddFee(res.fee)
+	return res
+}
+
+// execTx is runTx but for the fee pool: the fee it charged is in its
+// result, and the caller credits it (escrow.Keeper.ChargeFee says why).
+func (a *App) execTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult {
 	params := a.params(kv)
 	if uint64(len(bz)) > params.MaxTxBytes {
 		return fail(stageRejected, 0, types.ErrTxTooLarge.Wrapf("%d bytes, the limit is %d", len(bz), params.MaxTxBytes))
@@ -446,7 +457,7 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 	}
 
 	ante := store.NewCache(kv)
-	if err := escrow.NewKeeper(ante).CollectFee(body.From, body.Fee); err != nil {
+	if err := escrow.NewKeeper(ante).ChargeFee(body.From, body.Fee); err != nil {
 		return fail(stageRejected, gas, fmt.Errorf("cannot pay the fee: %w", err))
 	}
 	setNonce(ante, body.From, next+1)
@@ -463,13 +474,14 @@ func (a *App) runTx(kv store.KV, env blockEnv, bz []byte, atomic bool) txResult 
 			ante.Write()
 			res := fail(stageFailed, gas, err)
 			res.events = events
+			res.fee = body.Fee
 			return res
 		}
 		events = append(events, ev...)
 	}
 	msgs.Write()
 	ante.Write()
-	return txResult{stage: stageOK, gas: gas, events: events, log: ""}
+	return txResult{stage: stageOK, gas: gas, events: events, log: "", fee: body.Fee}
 }
 
 // lastValidatorGuard refuses an unbond that would leave no validator with

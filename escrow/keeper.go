@@ -113,16 +113,36 @@ func (k Keeper) Send(from, to types.Address, amt *uint256.Int) error {
 	return nil
 }
 
-// CollectFee moves a transaction fee from its sender into the fee pool.
-func (k Keeper) CollectFee(from types.Address, fee *uint256.Int) error {
+// ChargeFee takes a transaction's fee from its sender. The fee pool is
+// credited apart, by AddFee once the transaction has run (chain.runTx):
+// so the run of a transfer reads and writes its own accounts only, and
+// an execution record of it (chain/execrecord.go) still holds in a block
+// that orders the mempool's transactions differently. Nothing a message
+// does may depend on the fee pool's value mid-block; DistributeFees, which
+// reads it, runs at the end of the block.
+func (k Keeper) ChargeFee(from types.Address, fee *uint256.Int) error {
 	if fee.IsZero() {
 		return nil
 	}
-	if err := k.sub(from, fee); err != nil {
+	return k.sub(from, fee)
+}
+
+// CollectFee moves a transaction fee from its sender into the fee pool:
+// ChargeFee, then AddFee.
+func (k Keeper) CollectFee(from types.Address, fee *uint256.Int) error {
+	if err := k.ChargeFee(from, fee); err != nil {
 		return err
 	}
-	setAmount(k.kv, FeePoolKey(), new(uint256.Int).Add(k.FeePool(), fee))
+	k.AddFee(fee)
 	return nil
+}
+
+// AddFee credits a fee ChargeFee took (nil or zero: none) to the fee pool.
+func (k Keeper) AddFee(fee *uint256.Int) {
+	if fee == nil || fee.IsZero() {
+		return
+	}
+	setAmount(k.kv, FeePoolKey(), new(uint256.Int).Add(k.FeePool(), fee))
 }
 
 // SetGenesisBalance writes an account's balance at genesis.
