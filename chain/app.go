@@ -73,6 +73,12 @@ type App struct {
 	// InitChain, a restored snapshot and FinalizeBlock's writing of the
 	// block take it.
 	checkMu sync.Mutex
+	// treeMu orders PreverifyTx's reads of the saved version (read lock),
+	// which take no checkMu, against the writes into the IAVL tree (write
+	// lock: FinalizeBlock's writing of the block, Commit), which hold
+	// checkMu too. A read of a saved version beside an IAVL write races
+	// (see the FinalizeBlock comment and docs/design-notes.md).
+	treeMu sync.RWMutex
 	// check is the mempool's view: the last committed state plus the
 	// transactions CheckTx accepted since.
 	check *store.Cache
@@ -461,8 +467,10 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 	// version beside everything else of a block, not beside these (see
 	// store.Tree.ReadSnapshot).
 	a.checkMu.Lock()
+	a.treeMu.Lock()
 	block.Write()
 	root := a.tree.WorkingHash()
+	a.treeMu.Unlock()
 	a.checkMu.Unlock()
 	if a.invariants {
 		if err := CheckInvariants(a.tree); err != nil {
@@ -486,6 +494,8 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
 	a.checkMu.Lock()
 	defer a.checkMu.Unlock()
+	a.treeMu.Lock()
+	defer a.treeMu.Unlock()
 	_, v, err := a.tree.SaveVersion()
 	if err != nil {
 		return nil, fmt.Errorf("cannot save state: %w", err)

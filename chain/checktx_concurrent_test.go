@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,68 @@ func TestCheckTxBesideBlocks(t *testing.T) {
 	for i := range alone {
 		if alone[i] != beside[i] {
 			t.Fatalf("height %d: app hash %s with CheckTx beside the blocks, %s without", i, beside[i], alone[i])
+		}
+	}
+}
+
+// PreverifyTx reads the saved version without checkMu (sigcache.go), so
+// its reads run beside a block's writes into the IAVL tree unless treeMu
+// orders them. Under the race detector (make race): 400 senders funded at
+// genesis, none read before, and then 1,000 unfunded ones over and over,
+// preverified while blocks that write a new account each are finalized
+// and committed on an on-disk tree: the preverifications descend each
+// saved version for keys not read in it before. Without treeMu the race
+// detector reports IAVL's writes beside these reads.
+func TestPreverifyBesideBlockWrites(t *testing.T) {
+	const senders, blocks = 400, 20
+	doc := testGenesis()
+	for i := range senders {
+		if err := doc.AddAccount(addrOf(fmt.Sprint("funded ", i)), types.OGPU(10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := store.OpenTree(t.TempDir(), "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	h := newHarness(t, tree, doc)
+	h.block(h.tx("alice", send("bob", uint256.NewInt(1)))) // a saved version to read
+	txs := make([][]byte, senders)
+	for i := range txs {
+		txs[i] = signTx(t, testKey(fmt.Sprint("funded ", i)), 0, send("bob", uint256.NewInt(1)))
+	}
+	unfunded := make([][]byte, 1000)
+	for i := range unfunded {
+		unfunded[i] = signTx(t, testKey(fmt.Sprint("unfunded ", i)), 0, send("bob", uint256.NewInt(1)))
+	}
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	wg.Go(func() {
+		for _, tx := range txs {
+			h.app.PreverifyTx(tx)
+		}
+		// Then transfers of senders who hold nothing, again and again:
+		// the cheap checks refuse them (no recovery, nothing cached), and
+		// each is a key the saved version's IAVL tree is descended for.
+		for !stop.Load() {
+			for _, tx := range unfunded {
+				h.app.PreverifyTx(tx)
+			}
+		}
+	})
+	for b := 0; b < blocks; b++ {
+		var bz [][]byte
+		for i := range 30 {
+			bz = append(bz, h.tx("alice", send(fmt.Sprint("new ", b, i), uint256.NewInt(1))))
+		}
+		h.block(bz...)
+	}
+	stop.Store(true)
+	wg.Wait()
+	for i, tx := range txs {
+		if !h.app.sigs.has(sha256.Sum256(tx)) {
+			t.Fatalf("funded sender %d's transfer was not preverified", i)
 		}
 	}
 }
