@@ -154,11 +154,16 @@ func (a *App) PreverifyTx(bz []byte) {
 		return
 	}
 	var used, poor bool
-	if snap := a.committed.Load(); snap != nil {
-		a.treeMu.RLock()
+	// The read lock before the pointer: Commit replaces it (and prunes the
+	// version it pointed to) under treeMu, so the version read here is the
+	// one saved last, not one being pruned.
+	a.treeMu.RLock()
+	snap := a.committed.Load()
+	if snap != nil {
 		used, poor = cheapRefusal(snap, tx)
-		a.treeMu.RUnlock()
-	} else {
+	}
+	a.treeMu.RUnlock()
+	if snap == nil {
 		a.checkMu.Lock()
 		used, poor = cheapRefusal(a.check, tx)
 		a.checkMu.Unlock()
