@@ -205,3 +205,66 @@ func TestPreverifyTakesNoLock(t *testing.T) {
 		t.Fatal(r.Log)
 	}
 }
+
+// forge returns a transfer that names from as its sender at nonce but is
+// signed by another key: what a stranger can make of anyone's account.
+func forge(t *testing.T, from string, nonce uint64) []byte {
+	t.Helper()
+	tx := &types.Tx{Body: types.TxBody{ChainID: testChainID, Nonce: nonce, Fee: types.OGPU(1), Msgs: []types.RawMsg{send("mallory", types.OGPU(5))}}}
+	if err := tx.Sign(testKey("mallory")); err != nil {
+		t.Fatal(err)
+	}
+	tx.Body.From = addrOf(from)
+	bz, err := tx.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bz
+}
+
+// The attack the saved-version filter opens, and what it pays: a stranger
+// copies the nonce of alice's transfer that waits in the mempool (the
+// mempool's view would have refused it before the recovery; the saved
+// version does not) and of her next one, signing with his own key. Each
+// forgery costs the node one recovery, no more: it is not cached as
+// verified, CheckTx refuses it (the pending nonce as used, the next one
+// for its signature), alice's pending transfer and her next real one are
+// untouched, and mallory gets nothing.
+func TestForgedNonceCostsOneRecovery(t *testing.T) {
+	h := newHarness(t, store.NewMemTree(), testGenesis())
+	h.block(h.tx("alice", send("bob", types.OGPU(1)))) // saved: alice's next nonce is 1
+	pending := signTx(t, testKey("alice"), 1, send("bob", types.OGPU(1)))
+	h.app.PreverifyTx(pending)
+	if r := h.checkTx(pending); r.Code != 0 {
+		t.Fatal(r.Log)
+	}
+	for _, c := range []struct {
+		nonce uint64
+		code  uint32
+	}{{1, types.CodeOf(types.ErrNonceUsed)}, {2, types.CodeOf(types.ErrBadSignature)}} {
+		forged := forge(t, "alice", c.nonce)
+		h.app.sigs.recoveries.Store(0)
+		h.app.PreverifyTx(forged)
+		if n := h.app.sigs.recoveries.Load(); n != 1 {
+			t.Fatalf("nonce %d: %d recoveries for a forgery, want 1", c.nonce, n)
+		}
+		if h.app.sigs.has(sha256.Sum256(forged)) {
+			t.Fatalf("nonce %d: a forgery is cached as verified", c.nonce)
+		}
+		if r := h.checkTx(forged); r.Code != c.code {
+			t.Fatalf("nonce %d: forgery answered code %d (%s), want %d", c.nonce, r.Code, r.Log, c.code)
+		}
+	}
+	next := signTx(t, testKey("alice"), 2, send("bob", types.OGPU(1)))
+	if r := h.checkTx(next); r.Code != 0 {
+		t.Fatalf("alice's next transfer after the forgeries: %s", r.Log)
+	}
+	for i, r := range h.block(pending, next) {
+		if r.Code != 0 {
+			t.Fatalf("alice's transfer %d: %s", i, r.Log)
+		}
+	}
+	if got := h.balance("mallory"); !got.IsZero() {
+		t.Fatalf("mallory has %s", types.FormatAmount(got))
+	}
+}
