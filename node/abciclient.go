@@ -139,7 +139,7 @@ func (m *mempoolClient) check(ctx context.Context, req *abci.CheckTxRequest) (*a
 }
 
 // combine runs the queue until it is empty, or hands the role to the
-// oldest waiter once it has given combineMax answers. The caller's own
+// oldest waiter once it has given combineMax answers (never more). The caller's own
 // call was queued before it took the role, so it is answered first.
 func (m *mempoolClient) combine() {
 	for served := 0; ; {
@@ -155,8 +155,11 @@ func (m *mempoolClient) combine() {
 			next.done <- true
 			return
 		}
-		batch := m.queue
-		m.queue = nil
+		// At most what is left of the combiner's budget: a queue refilled
+		// by a flood of callers (a peer's gossip) is served in turns.
+		n := min(len(m.queue), combineMax-served)
+		batch := m.queue[:n:n]
+		m.queue = m.queue[n:]
 		m.qmu.Unlock()
 		m.mtx.Lock()
 		for _, c := range batch {

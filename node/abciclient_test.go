@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -103,4 +104,65 @@ func TestMempoolClientCombines(t *testing.T) {
 		t.Fatalf("a call after the others: %v, %v", res, err)
 	}
 	var _ abcicli.Client = cli
+}
+
+// gatedApp answers CheckTx at once but for the call named "gate", which
+// says it entered and waits for release; it counts the calls it answered.
+type gatedApp struct {
+	abci.BaseApplication
+	entered, release chan struct{}
+	calls            atomic.Int64
+}
+
+func (a *gatedApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	if string(req.Tx) == "gate" {
+		close(a.entered)
+		<-a.release
+	}
+	a.calls.Add(1)
+	return &abci.CheckTxResponse{}, nil
+}
+
+// A flood of CheckTx callers (a peer's gossip, a spammer's RPC calls)
+// cannot make the caller that is combining serve them all: it answers at
+// most 64 calls, its own among them, and hands the role on. Without the
+// per-batch budget it served the whole queue that built up behind its own
+// slow call (300 here) before it could return.
+func TestMempoolClientCombinerServesInTurns(t *testing.T) {
+	app := &gatedApp{entered: make(chan struct{}), release: make(chan struct{})}
+	cli, err := node.NewClientCreator(app, nil).NewABCIMempoolClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan int64, 1)
+	go func() {
+		if _, err := cli.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: []byte("gate")}); err != nil {
+			t.Error(err)
+		}
+		served <- app.calls.Load()
+	}()
+	<-app.entered // the gate's caller is combining, inside the app
+	const flood = 300
+	var wg sync.WaitGroup
+	for i := range flood {
+		wg.Go(func() {
+			if _, err := cli.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: []byte(fmt.Sprint("flood ", i))}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); node.QueuedChecks(cli) < flood; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d calls queued", node.QueuedChecks(cli), flood)
+		}
+	}
+	close(app.release)
+	n := <-served
+	wg.Wait()
+	if n > 64 {
+		t.Fatalf("the combining caller returned after %d answers, want at most 64", n)
+	}
+	if got := app.calls.Load(); got != flood+1 {
+		t.Fatalf("%d calls answered, want %d", got, flood+1)
+	}
 }
