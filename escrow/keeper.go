@@ -127,16 +127,6 @@ func (k Keeper) ChargeFee(from types.Address, fee *uint256.Int) error {
 	return k.sub(from, fee)
 }
 
-// CollectFee moves a transaction fee from its sender into the fee pool:
-// ChargeFee, then AddFee.
-func (k Keeper) CollectFee(from types.Address, fee *uint256.Int) error {
-	if err := k.ChargeFee(from, fee); err != nil {
-		return err
-	}
-	k.AddFee(fee)
-	return nil
-}
-
 // AddFee credits a fee ChargeFee took (nil or zero: none) to the fee pool.
 func (k Keeper) AddFee(fee *uint256.Int) {
 	if fee == nil || fee.IsZero() {

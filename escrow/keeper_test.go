@@ -139,6 +139,16 @@ func TestZeroBalancesAreNotStored(t *testing.T) {
 	}
 }
 
+// collectFee is what a transaction's fee does overall (chain.runTx):
+// ChargeFee from the sender, then AddFee to the pool once it has run.
+func collectFee(k Keeper, from types.Address, fee *uint256.Int) error {
+	if err := k.ChargeFee(from, fee); err != nil {
+		return err
+	}
+	k.AddFee(fee)
+	return nil
+}
+
 func TestCollectFee(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -159,7 +169,7 @@ func TestCollectFee(t *testing.T) {
 			tree := genesisKV(t)
 			before := dump(tree)
 			c := store.NewCache(tree)
-			err := NewKeeper(c).CollectFee(tc.from, tc.fee)
+			err := collectFee(NewKeeper(c), tc.from, tc.fee)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("CollectFee error = %v, want %v", err, tc.err)
@@ -222,7 +232,7 @@ func TestSupplyInvariant(t *testing.T) {
 			if err := k.Send(alice, carol, types.OGPU(10)); err != nil {
 				panic(err)
 			}
-			if err := k.CollectFee(bob, types.OGPU(1)); err != nil {
+			if err := collectFee(k, bob, types.OGPU(1)); err != nil {
 				panic(err)
 			}
 		}, true},

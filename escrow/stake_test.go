@@ -334,7 +334,7 @@ func TestDistributeFees(t *testing.T) {
 	}
 	// 10 base units over powers 1000, 2000, 3000: 1, 3, 5 (each rounded
 	// down), 1 left in the pool.
-	if err := k.CollectFee(carol, u(10)); err != nil {
+	if err := collectFee(k, carol, u(10)); err != nil {
 		t.Fatal(err)
 	}
 	bal := map[types.Address]*uint256.Int{alice: k.Balance(alice), bob: k.Balance(bob), carol: k.Balance(carol)}
@@ -350,7 +350,7 @@ func TestDistributeFees(t *testing.T) {
 	// the remainder carried over is shared with the next fees.
 	k.Jail(carol, 50, false)
 	k.PowerUpdates(p)
-	if err := k.CollectFee(carol, types.OGPU(3)); err != nil {
+	if err := collectFee(k, carol, types.OGPU(3)); err != nil {
 		t.Fatal(err)
 	}
 	pool := k.FeePool() // 3 oGPU + 1
@@ -372,7 +372,7 @@ func TestDistributeFees(t *testing.T) {
 	if ups := k.PowerUpdates(p); len(ups) != 0 {
 		t.Errorf("updates that empty the set: %+v", ups)
 	}
-	if err := k.CollectFee(carol, types.OGPU(3)); err != nil {
+	if err := collectFee(k, carol, types.OGPU(3)); err != nil {
 		t.Fatal(err)
 	}
 	if paid := k.DistributeFees(); paid.IsZero() {
