@@ -44,6 +44,8 @@ type testNet struct {
 	keys      map[string]*ecdsa.PrivateKey
 	agents    sync.WaitGroup
 	validator *Validator
+	// stopValidator stops the validator agent (startValidator).
+	stopValidator func()
 	// validatorRPC is the validator agent's RPC: a test takes it down.
 	validatorRPC *downRPC
 	// checks receives the end of every dispute check of the validator.
@@ -128,19 +130,30 @@ func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	// The validator agent reads and sends through its own client, whose
 	// node a test can take down (validatorRPC.down).
 	n.validatorRPC = &downRPC{Client: n.c.RPC}
-	v := NewValidator(&node.Client{RPC: n.validatorRPC}, op, vh, vs, n.lo)
-	v.Logger = slog.New(slog.NewTextHandler(testWriter{t, "validator"}, nil))
-	n.validator, n.checks = v, make(chan checkResult, 64)
+	n.checks = make(chan checkResult, 64)
+	n.startValidator(op, vh, vs)
+	return n
+}
+
+// startValidator starts a validator agent of operator op on host h and
+// store s; stopValidator stops it. Started again, it is a restarted
+// process: nothing kept but its key, identity and blobs.
+func (n *testNet) startValidator(op *ecdsa.PrivateKey, h *p2p.Host, s *blobstore.Store) {
+	v := NewValidator(&node.Client{RPC: n.validatorRPC}, op, h, s, n.lo)
+	v.Logger = slog.New(slog.NewTextHandler(testWriter{n.t, "validator"}, nil))
 	v.checked = func(job uint64, stage uint16, err error) {
 		select {
 		case n.checks <- checkResult{job, stage, err}:
 		default:
 		}
 	}
-	t.Cleanup(v.Close)
+	n.t.Cleanup(v.Close)
+	ctx, cancel := context.WithCancel(n.ctx)
+	done := make(chan struct{})
+	n.validator = v
+	n.stopValidator = func() { cancel(); <-done; v.Close() }
 	n.agents.Add(1)
-	go func() { defer n.agents.Done(); _ = v.Run(ctx) }()
-	return n
+	go func() { defer n.agents.Done(); defer close(done); _ = v.Run(ctx) }()
 }
 
 func (n *testNet) host(name string, key *ecdsa.PrivateKey) (*p2p.Host, *blobstore.Store) {

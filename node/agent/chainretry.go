@@ -136,17 +136,17 @@ func (v *Validator) untilChain(ctx context.Context, job uint64, stage uint16, wh
 
 // sendVote sends msg, a sealed vote or its opening on stage of job, until
 // the chain takes it or answers with a refusal, or ctx ends (see
-// Provider.sendTask). A duplicate refused after an earlier attempt is
-// that attempt's message on chain: taken (height 0: its height is not
-// known).
+// Provider.sendTask). A duplicate is this operator's own seal or opening
+// already on chain, sent by an earlier attempt or before the agent
+// restarted (the salt is derived, voteSalt, so it is the same vote): taken
+// (height 0: its height is not known).
 func (v *Validator) sendVote(ctx context.Context, job uint64, stage uint16, what string, msg types.RawMsg) (height int64, err error) {
-	tried := false
 	err = v.untilChain(ctx, job, stage, what, func() error {
 		actx, cancel := context.WithTimeout(ctx, commitAttempt)
 		res, err := v.sender.Send(actx, msg)
 		cancel()
 		var te *node.TxError
-		if tried && errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
+		if errors.As(err, &te) && te.Code == types.ErrDuplicate.Code {
 			height = 0
 			return nil
 		}
@@ -156,7 +156,6 @@ func (v *Validator) sendVote(ctx context.Context, job uint64, stage uint16, what
 		if err == nil {
 			height = res.Height
 		}
-		tried = true
 		return err
 	})
 	return height, err

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -36,16 +35,6 @@ var errDatasetMissing = errors.New("dataset not available")
 // stops fetching θ_lo and votes what it has.
 const gameMargin = 2
 
-// queueGames queues the games of a block that await their verdict.
-func (v *Validator) queueGames(pool *disputePool, b []finetune.EventGameEnded) {
-	for _, e := range b {
-		if !pool.submit(dispute{Job: e.Job, Stage: e.Stage, Game: true, Match: e.Match, Deadline: e.Deadline}) {
-			v.Logger.Error("dispute backlog full: not voting on this fine-tune game", "job", e.Job, "match", e.Match,
-				"hint", "raise the validator's workers or backlog")
-		}
-	}
-}
-
 // handleGame re-executes the disputed step of game d and votes.
 func (v *Validator) handleGame(ctx context.Context, d dispute) {
 	hStar, err := v.ReexecuteGameStep(ctx, d.Job, d.Stage, d.Match)
@@ -57,10 +46,7 @@ func (v *Validator) handleGame(ctx context.Context, d dispute) {
 	}
 	vctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
 	defer cancel()
-	var salt types.Hash
-	if _, err := rand.Read(salt[:]); err != nil {
-		return
-	}
+	salt := voteSalt(v.Key, "game", hStar[:], d.Job, uint64(d.Stage), uint64(d.Match))
 	me := v.sender.Address()
 	seal := &finetune.MsgSealGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, Commitment: finetune.GameVoteCommitment(d.Job, d.Stage, d.Match, hStar, salt, me)}
 	open := &finetune.MsgOpenGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, HStar: hStar, Salt: salt}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -373,10 +372,7 @@ func (v *Validator) handleSessionDispute(ctx context.Context, d dispute) {
 // castSessionVote seals, then opens, the validator's verdict on a
 // session dispute.
 func (v *Validator) castSessionVote(ctx context.Context, id, n uint64, verdict uint8) error {
-	var salt types.Hash
-	if _, err := rand.Read(salt[:]); err != nil {
-		return err
-	}
+	salt := voteSalt(v.Key, "session", []byte{verdict}, id, n)
 	seal := &session.MsgSealSessionVote{Session: id, Dispute: n, Commitment: session.SessionVoteCommitment(id, n, verdict, salt, v.sender.Address())}
 	open := &session.MsgOpenSessionVote{Session: id, Dispute: n, Verdict: verdict, Salt: salt}
 	return v.sealAndOpen(ctx, id, 0, seal.Raw(), open.Raw(), fmt.Sprintf("session %d dispute %d", id, n))

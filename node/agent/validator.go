@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,42 +120,114 @@ type dispute struct {
 
 // Run follows the chain until ctx ends and votes on disputes. The block
 // loop only queues disputes; workers check them.
+//
+// It starts one voting window back (replayFrom): a validator restarted
+// while a dispute it must vote on is open (a vote missed is slashed) still
+// sees the dispute_opened of a block committed while it was down. A vote
+// it sealed or opened before the restart is the same vote again (its salt
+// is derived, voteSalt), so sending it again is harmless.
 func (v *Validator) Run(ctx context.Context) error {
 	st, err := v.Chain.RPC.Status(ctx)
 	if err != nil {
 		return v.Chain.Unreachable(err)
 	}
-	blocks, err := v.Chain.Subscribe(ctx, st.SyncInfo.LatestBlockHeight+1)
+	latest := st.SyncInfo.LatestBlockHeight
+	from, err := v.replayFrom(ctx, latest, st.SyncInfo.EarliestBlockHeight)
 	if err != nil {
 		return err
+	}
+	blocks, err := v.Chain.Subscribe(ctx, from)
+	if err != nil {
+		return err
+	}
+	if from <= latest {
+		v.Logger.Info("looking for open disputes in the blocks before the start", "from", from, "to", latest)
 	}
 	v.models.setMax(cmp0(v.MaxModels, DefaultValidatorModels))
 	v.serveInputs()
 	pool := newDisputePool(cmp0(v.Workers, DefaultValidatorWorkers), cmp0(v.Backlog, DefaultValidatorBacklog),
 		func(d dispute) { v.handle(ctx, d) })
 	for b := range blocks {
-		v.canaryBlock(ctx, b)
-		for _, e := range node.EventsOf[market.EventDisputeOpened](b.Events) {
-			if !pool.submit(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline}) {
-				v.Logger.Error("dispute backlog full: not checking this dispute", "job", e.Job, "stage", e.Stage,
-					"hint", "raise the validator's workers or backlog")
-			}
+		if b.Height > latest { // canaries only from the start on
+			v.canaryBlock(ctx, b)
 		}
-		v.queueInputChecks(pool, b.Events)
-		v.queueGames(pool, node.EventsOf[finetune.EventGameEnded](b.Events))
-		for _, e := range node.EventsOf[session.EventDisputeOpened](b.Events) {
-			if e.Kind == session.KindEquivocation {
-				continue // decided in its transaction
-			}
-			if !pool.submit(dispute{Job: e.Session, Dispute: e.Dispute, Session: true, Deadline: e.Deadline, SealBy: e.SealBy}) {
-				v.Logger.Error("dispute backlog full: not checking this session dispute", "session", e.Session, "dispute", e.Dispute,
-					"hint", "raise the validator's workers or backlog")
-			}
-		}
+		v.queueDisputes(ctx, pool, b, uint64(latest))
 	}
 	pool.close()
 	v.canaryWait()
 	return ctx.Err()
+}
+
+// replayFrom is the first block Run reads: the longest voting window back
+// from latest (a dispute opened before it has closed), or the node's
+// earliest block.
+func (v *Validator) replayFrom(ctx context.Context, latest, earliest int64) (int64, error) {
+	p, err := v.Chain.Params(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the chain's voting windows: %w", err)
+	}
+	window := p.Market.DisputeBlocks
+	if p.Market.Finetune != nil {
+		window = max(window, p.Market.Finetune.VerdictBlocks)
+	}
+	return max(latest+1-int64(min(window, uint64(latest))), earliest, 1), nil
+}
+
+// queueDisputes queues the votes block b asks for. A vote whose deadline
+// is not after started (the height when Run started) can no longer be
+// included: only blocks replayed from before the start have such.
+func (v *Validator) queueDisputes(ctx context.Context, pool *disputePool, b node.BlockEvents, started uint64) {
+	queue := func(d dispute, what string) {
+		if d.Deadline <= started {
+			return
+		}
+		if uint64(b.Height) <= started && v.voted(ctx, d) {
+			return
+		}
+		if !pool.submit(d) {
+			v.Logger.Error("dispute backlog full: not checking this "+what, "job", d.Job, "stage", d.Stage,
+				"hint", "raise the validator's workers or backlog")
+		}
+	}
+	for _, e := range node.EventsOf[market.EventDisputeOpened](b.Events) {
+		queue(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline}, "dispute")
+	}
+	for _, e := range node.EventsOf[market.EventInputCheckOpened](b.Events) {
+		queue(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline, Input: true, SealBy: e.SealBy}, "input")
+	}
+	for _, e := range node.EventsOf[finetune.EventGameEnded](b.Events) {
+		queue(dispute{Job: e.Job, Stage: e.Stage, Game: true, Match: e.Match, Deadline: e.Deadline}, "fine-tune game")
+	}
+	for _, e := range node.EventsOf[session.EventDisputeOpened](b.Events) {
+		if e.Kind == session.KindEquivocation {
+			continue // decided in its transaction
+		}
+		queue(dispute{Job: e.Session, Dispute: e.Dispute, Session: true, Deadline: e.Deadline, SealBy: e.SealBy}, "session dispute")
+	}
+}
+
+// voted reports whether a dispute replayed from before the start needs no
+// work: its task no longer waits for votes, or holds this validator's
+// opened vote. Where the chain cannot tell, the dispute is checked.
+func (v *Validator) voted(ctx context.Context, d dispute) bool {
+	if d.Session || d.Game {
+		return false
+	}
+	j, err := v.Chain.Job(ctx, d.Job)
+	if err != nil || int(d.Stage) >= len(j.Tasks) {
+		return false
+	}
+	t := j.Tasks[d.Stage]
+	if t.Status != verifier.TaskDisputed.String() && t.Status != verifier.TaskInputCheck.String() {
+		return true
+	}
+	me := v.Address()
+	for _, vt := range t.Votes {
+		if vt.Validator == me {
+			return true
+		}
+	}
+	return false
 }
 
 // disputePool runs handle on submitted disputes with a fixed number of
@@ -289,10 +360,7 @@ func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, resu
 	// Votes are sealed first (hash of job, stage, result, salt, operator)
 	// and opened once every active validator has sealed or the sealing
 	// phase is over, so nobody can copy another's vote.
-	var salt types.Hash
-	if _, err := rand.Read(salt[:]); err != nil {
-		return err
-	}
+	salt := voteSalt(v.Key, "dispute", result[:], job, uint64(stage))
 	seal := &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt, v.sender.Address())}
 	open := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}
 	return v.sealAndOpen(ctx, job, stage, seal.Raw(), open.Raw(), fmt.Sprintf("job %d stage %d result %x", job, stage, result[:8]))

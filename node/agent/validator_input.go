@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	abci "github.com/cometbft/cometbft/abci/types"
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -79,17 +78,6 @@ func (v *Validator) serveInputs() {
 		v.Access = NewAccess(v.Chain)
 	}
 	v.Host.SetAuthorize(v.Access.Authorize)
-}
-
-// queueInputChecks queues the input checks a block opens on the dispute
-// pool.
-func (v *Validator) queueInputChecks(pool *disputePool, events []abci.Event) {
-	for _, e := range node.EventsOf[market.EventInputCheckOpened](events) {
-		if !pool.submit(dispute{Job: e.Job, Stage: e.Stage, Deadline: e.Deadline, Input: true, SealBy: e.SealBy}) {
-			v.Logger.Error("dispute backlog full: not checking this input", "job", e.Job, "stage", e.Stage,
-				"hint", "raise the validator's workers or backlog")
-		}
-	}
 }
 
 // handleInputCheck judges the input of d by its seal deadline and votes.

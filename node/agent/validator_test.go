@@ -579,3 +579,90 @@ func TestM4ModelCacheEvicts(t *testing.T) {
 		t.Fatalf("closeAll left model b open (%v)", err)
 	}
 }
+
+// TestValidatorRestartedInsideVoteWindow (soak finding 12): the validator
+// agent is down when a dispute opens, and its operator's vote is already
+// sealed (the agent crashed between its seal and its opening). The agent
+// started after that reads the blocks it missed, re-generates, finds its
+// seal on chain and opens it: the dispute settles on the greedy answer,
+// both liars are slashed, the validator is not. Before the fix the
+// restarted agent followed only blocks after its start (it never saw the
+// dispute), and its salt was random and lost in the crash (it could not
+// have opened the seal). Started once more after the verdict, it does not
+// check the decided dispute again.
+func TestValidatorRestartedInsideVoteWindow(t *testing.T) {
+	n := newTestNet(t)
+	m, err := llm.Load(n.modelPath, n.lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const maxTokens = 16
+	job, mal1, mal2 := n.scriptedLLMJob("", "Once upon a time", maxTokens)
+	out, err := m.Generate(n.ctx, llm.Request{Prompt: "Once upon a time", MaxTokens: maxTokens}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jv, err := n.c.Job(n.ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := (&LLMOutput{Version: LLMOutputVersion, Input: jv.Input, Tokens: out.Tokens, Text: out.Text}).Hash()
+	wrong := append([]int(nil), out.Tokens...)
+	wrong[2] = (wrong[2] + 1) % m.NumVocab()
+
+	v := n.validator
+	op, host, store := v.Key, v.Host, v.Store
+	before, err := n.c.Stake(n.ctx, v.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.stopValidator()
+	n.dispute(job, mal1, mal2, mal1.output(m, job, wrong), truth)
+	mal2.put((&LLMOutput{Version: LLMOutputVersion, Input: jv.Input, Tokens: out.Tokens, Text: out.Text}).Encode())
+	j := n.waitJob(job, "disputed", func(j *chain.JobView) bool { return j.Tasks[0].Status == "disputed" })
+	// What the crashed agent had sent: its seal on the true answer.
+	seal := &verifier.MsgCommitVote{Job: job, Stage: 0, Commitment: verifier.VoteCommitment(job, 0, truth, voteSalt(op, "dispute", truth[:], job, 0), v.Address())}
+	if _, err := node.NewSender(n.c, op).Send(n.ctx, seal.Raw()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.c.WaitHeight(n.ctx, int64(j.Tasks[0].CommitDeadline)+3); err != nil {
+		t.Fatal(err)
+	}
+
+	n.startValidator(op, host, store)
+	j = n.waitJob(job, "decided", func(j *chain.JobView) bool { return j.Tasks[0].Status != "disputed" })
+	if j.Tasks[0].Status != "settled" || j.Tasks[0].Verdict != truth {
+		t.Fatalf("job %d ended %s on %x, want settled on the greedy answer %x", job, j.Tasks[0].Status, j.Tasks[0].Verdict[:8], truth[:8])
+	}
+	if r := n.waitCheck(job); r.err != nil {
+		t.Fatalf("the restarted validator's check of job %d failed: %v", job, r.err)
+	}
+	if !n.slashed("mal1") || n.slashed("mal2") {
+		t.Errorf("liar slashed %v, honest slashed %v: want true, false", n.slashed("mal1"), n.slashed("mal2"))
+	}
+	after, err := n.c.Stake(n.ctx, v.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Bonded.Eq(before.Bonded) {
+		t.Errorf("the restarted validator's bond went from %s to %s: want it untouched", before.Bonded, after.Bonded)
+	}
+
+	// Once more, after the verdict: the replayed dispute is decided, so
+	// nothing is re-generated.
+	n.stopValidator()
+	st, err := n.c.RPC.Status(n.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.startValidator(op, host, store)
+	if err := n.c.WaitHeight(n.ctx, st.SyncInfo.LatestBlockHeight+10); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-n.checks:
+		t.Fatalf("the validator started after the verdict checked job %d again (%v)", r.job, r.err)
+	default:
+	}
+}
