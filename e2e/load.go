@@ -129,7 +129,7 @@ func (l *Load) jobRun(i int, args ...string) ([]byte, error) {
 	for {
 		v := n.clientNode(i)
 		full := append([]string{"--home", n.clientHome(i), "--password-file", n.password, "--node", n.RPC[v],
-			"job", "run", "--from", clientName(i)}, append(args, windows...)...)
+			"--broadcast", n.RPC[(v+1)%len(n.RPC)], "job", "run", "--from", clientName(i)}, append(args, windows...)...)
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
 		cmd := exec.CommandContext(ctx, n.ogpuBin, full...)
 		var stderr strings.Builder

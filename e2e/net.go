@@ -114,7 +114,7 @@ type Provider struct {
 	Addr    types.Address
 	Home    string
 	PeerID  string // after the first start
-	RPCNode int
+	RPCNode int    // its node (0 or 1); it also hands its transactions to node RPCNode+2
 }
 
 var (
@@ -277,7 +277,7 @@ func Start(t testing.TB, model string, o Options) *Net {
 			t.Fatal(err)
 		}
 		p.Proc = &Proc{Name: p.Name, Bin: ogpudBin, Log: filepath.Join(p.Home, "provider.log"), Args: []string{"provider", "run", "--home", p.Home,
-			"--node", "tcp://" + n.RPC[p.RPCNode], "--wallet", n.wallet, "--from", p.Name, "--password-file", n.password,
+			"--node", "tcp://" + n.RPC[p.RPCNode], "--broadcast", "tcp://" + n.RPC[p.RPCNode+2], "--wallet", n.wallet, "--from", p.Name, "--password-file", n.password,
 			"--model", model, "--bond", "200ogpu", "--threads", "1", "--pipeline=true", "--finetune=false",
 			"--listen", "/ip4/127.0.0.1/tcp/0", "--metrics.laddr", "off", "--log-level", "info"}}
 		if err := p.Start(); err != nil {

@@ -28,6 +28,10 @@ type Client struct {
 	RPC rpcclient.Client
 	// Addr is the node's RPC address, for error messages ("" in-process).
 	Addr string
+	// Also are other nodes every transaction the Sender sends is handed
+	// to as well (fanout.go): it lands while RPC's node is cut off,
+	// paused or restarting. Queries never go to them.
+	Also []rpcclient.Client
 }
 
 // Dial connects to a node's RPC address, e.g. http://127.0.0.1:26657 or
@@ -255,7 +259,11 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 	again := time.Now().Add(every)
 	nonceUsed := 0 // rebroadcasts in a row refused for the nonce
 	for {
-		res, err := c.RPC.Tx(ctx, hash, false)
+		// Each lookup is bounded: a paused node (SIGSTOP) answers nothing,
+		// and the rebroadcasts below must go on (to the other nodes too).
+		qctx, cancel := context.WithTimeout(ctx, waitAttempt)
+		res, err := c.RPC.Tx(qctx, hash, false)
+		cancel()
 		if err == nil {
 			if res.TxResult.Code != 0 {
 				return res, &TxError{Hash: hash, Height: res.Height, Code: res.TxResult.Code, Log: res.TxResult.Log}
@@ -268,11 +276,14 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 					Log: "no block included the transaction and its nonce is used by another transaction of the sender: send the messages again"}
 			}
 			again = time.Now().Add(every)
-			if refusedForNonce(c.RPC.BroadcastTxSync(ctx, bz)) {
+			c.handOn(bz)
+			bctx, cancel := context.WithTimeout(ctx, waitAttempt)
+			if refusedForNonce(c.RPC.BroadcastTxSync(bctx, bz)) {
 				nonceUsed++
 			} else {
 				nonceUsed = 0
 			}
+			cancel()
 		}
 		select {
 		case <-ctx.Done():
@@ -281,6 +292,9 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 		}
 	}
 }
+
+// waitAttempt bounds each lookup and rebroadcast of waitTx.
+const waitAttempt = 3 * time.Second
 
 // refusedForNonce reports whether a broadcast's answer is the mempool's
 // refusal of the transaction for a used nonce (not "already in the

@@ -327,6 +327,8 @@ type tcpProxy struct {
 	target   string
 	ws       atomic.Int32
 	refuseWS atomic.Bool
+	// refuse closes every new connection at once (a partition, with cut).
+	refuse atomic.Bool
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -354,6 +356,10 @@ func (p *tcpProxy) serve() {
 }
 
 func (p *tcpProxy) forward(c net.Conn) {
+	if p.refuse.Load() {
+		c.Close()
+		return
+	}
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()

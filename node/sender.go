@@ -214,6 +214,7 @@ func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, []
 		// The identical transaction (same nonce, same messages) was
 		// accepted before, by a submission whose answer was lost.
 		s.next++
+		s.c.handOn(bz)
 		return hash, bz, nil
 	case err != nil:
 		return hash, bz, s.c.broadcastError(ctx, bz, err)
@@ -221,6 +222,7 @@ func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, []
 		return res.Hash, bz, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
 	}
 	s.next++
+	s.c.handOn(bz)
 	return res.Hash, bz, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/ogpu-network/ogpu/node"
@@ -50,12 +51,20 @@ HOME/config.toml (keys node, chain-id, output, password-file).`,
 					}
 				}
 			}
+			if f := cmd.Flags().Lookup("broadcast"); f != nil && !f.Changed && v.IsSet("broadcast") {
+				for _, a := range v.GetStringSlice("broadcast") {
+					if err := f.Value.Set(a); err != nil {
+						return fmt.Errorf("invalid broadcast: %w", err)
+					}
+				}
+			}
 			return nil
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.String("home", "~/.ogpu", "wallet home: keystore and config.toml")
 	pf.String("node", "http://127.0.0.1:26657", "RPC address of the node to talk to")
+	addBroadcastFlag(pf)
 	pf.String("chain-id", "", "chain id for signing (default: ask the node)")
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("password-file", "", "read the key password from this file (first line)")
@@ -78,9 +87,17 @@ func password(cmd *cobra.Command, prompt string, confirm bool) (string, error) {
 	return wallet.ReadPassword(file, PasswordEnv, prompt, confirm, cmd.ErrOrStderr())
 }
 
+// dialNode connects to --node, handing every transaction also to the
+// nodes of --broadcast where the command has that flag.
 func dialNode(cmd *cobra.Command) (*node.Client, error) {
 	addr, _ := cmd.Flags().GetString("node")
-	return node.Dial(addr)
+	also, _ := cmd.Flags().GetStringArray("broadcast")
+	return node.DialAll(append([]string{addr}, also...))
+}
+
+// addBroadcastFlag adds --broadcast to f.
+func addBroadcastFlag(f *pflag.FlagSet) {
+	f.StringArray("broadcast", nil, "also hand every transaction to this node's RPC address (repeatable; queries still go to --node): a reveal or a vote lands in its window while --node is down, paused or cut off")
 }
 
 // resolveAddress accepts a 0x address or the name of a key in the wallet.

@@ -1,0 +1,135 @@
+package node
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	cmtcfg "github.com/cometbft/cometbft/config"
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/privval"
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
+	"github.com/cometbft/cometbft/rpc/client/local"
+
+	"github.com/ogpu-network/ogpu/chain"
+)
+
+// startFullNode starts a node that validates nothing, on tc's genesis,
+// whose only peer is tc's node reached through a proxy the test owns.
+func startFullNode(t *testing.T, tc *testChain) (*Client, *tcpProxy) {
+	t.Helper()
+	home := t.TempDir()
+	conf, err := LocalConfig(home, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf.SetRoot(home)
+	cmtcfg.EnsureRoot(home)
+	gen, err := os.ReadFile(tc.conf.GenesisFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf.GenesisFile(), gen, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2p.LoadOrGenNodeKey(conf.NodeKeyFile()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := privval.LoadOrGenFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile(), func() (cmtcrypto.PrivKey, error) { return ed25519.GenPrivKey(), nil }); err != nil {
+		t.Fatal(err)
+	}
+	proxy := startProxy(t, strings.TrimPrefix(tc.conf.P2P.ListenAddress, "tcp://"))
+	conf.P2P.PersistentPeers = string(tc.node.NodeInfo().ID()) + "@" + proxy.l.Addr().String()
+	conf.P2P.PexReactor = false
+	n, err := StartChainNode(context.Background(), conf, log.NewNopLogger(), chain.WithInvariants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return &Client{RPC: local.New(n.Node)}, proxy
+}
+
+// TestSendThroughACutOffNode is soak finding 13: providers revealed their
+// bids through their own node while it was partitioned from the
+// validators; its mempool took the reveals, could not pass them on, and
+// the 3-block reveal window ended without them (the job was refunded).
+// A client given other nodes (Client.Also, --broadcast) hands them every
+// transaction its node took: the transfer lands on the validator while
+// the sender's own node is still cut off, and Send returns once that node
+// is back and has the block.
+func TestSendThroughACutOffNode(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	full, proxy := startFullNode(t, tc)
+	for { // caught up: its mempool takes transactions
+		st, err := full.RPC.Status(ctx)
+		if err == nil && !st.SyncInfo.CatchingUp && st.SyncInfo.LatestBlockHeight > 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the full node never caught up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	proxy.refuse.Store(true)
+	proxy.cut()
+	cutAt := latestHeight(t, full)
+	s := NewSender(&Client{RPC: full.RPC, Also: []rpcclient.Client{tc.local.RPC}}, tc.keys[0])
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Send(ctx, transfer(0))
+		done <- err
+	}()
+	// The transfer lands within a few blocks, with the sender's node cut
+	// off all along.
+	landed := false
+	for range 20 {
+		if err := tc.local.WaitHeight(ctx, latestHeight(t, tc.local)+1); err != nil {
+			t.Fatal(err)
+		}
+		if acct, err := tc.local.Account(ctx, recipient(0)); err == nil && !acct.Balance.IsZero() {
+			landed = true
+			break
+		}
+	}
+	if h := latestHeight(t, full); h > cutAt+1 {
+		t.Fatalf("the sender's node went on from height %d to %d while cut off: the test partitions nothing", cutAt, h)
+	}
+	if !landed {
+		select {
+		case err := <-done:
+			t.Logf("Send: %v", err)
+		default:
+		}
+		t.Fatal("20 blocks passed without the transfer its node took while cut off: it was handed to no other node")
+	}
+	proxy.refuse.Store(false)
+	if err := <-done; err != nil {
+		t.Fatalf("Send after its node came back: %v", err)
+	}
+	if acct, err := tc.local.Account(ctx, recipient(0)); err != nil || acct.Balance.Uint64() != 1000 {
+		t.Fatalf("the recipient holds %v, %v: want 1000 base units, once", acct, err)
+	}
+}
+
+// TestDialAll: the first address is the node queried, the others only
+// take transactions; no address is an error that says what to give.
+func TestDialAll(t *testing.T) {
+	if _, err := DialAll(nil); err == nil || !strings.Contains(err.Error(), "at least one") {
+		t.Fatalf("DialAll(nil): %v, want an error asking for an address", err)
+	}
+	c, err := DialAll([]string{"127.0.0.1:1", "tcp://127.0.0.1:2", "http://127.0.0.1:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "http://127.0.0.1:1" || len(c.Also) != 2 {
+		t.Fatalf("DialAll: queries %q, hands on to %d nodes; want http://127.0.0.1:1 and 2", c.Addr, len(c.Also))
+	}
+}
