@@ -46,7 +46,7 @@ func (v *Validator) handleGame(ctx context.Context, d dispute) {
 	}
 	vctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
 	defer cancel()
-	salt := voteSalt(v.Key, "game", hStar[:], d.Job, uint64(d.Stage), uint64(d.Match))
+	salt := voteSalt(v.Key, "game", hStar[:], d.Job, uint64(d.Stage), uint64(d.Match), d.Deadline)
 	me := v.sender.Address()
 	seal := &finetune.MsgSealGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, Commitment: finetune.GameVoteCommitment(d.Job, d.Stage, d.Match, hStar, salt, me)}
 	open := &finetune.MsgOpenGameVote{Job: d.Job, Stage: d.Stage, Match: d.Match, HStar: hStar, Salt: salt}

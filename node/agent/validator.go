@@ -289,7 +289,7 @@ func (v *Validator) handle(ctx context.Context, d dispute) {
 	}
 	dctx, cancel := untilHeight(ctx, v.Chain, d.Deadline)
 	defer cancel()
-	err := v.check(dctx, ctx, d.Job, d.Stage)
+	err := v.check(dctx, ctx, d.Job, d.Stage, d.Deadline)
 	if err != nil && ctx.Err() == nil {
 		if dctx.Err() != nil {
 			err = fmt.Errorf("gave up at the voting deadline (height %d): %w", d.Deadline, err)
@@ -319,16 +319,10 @@ type Recheck struct {
 	Verdicts []Verdict
 }
 
-// Check re-executes the disputed stage of job and votes for the hash of
-// its own result. It votes only when it could compute that result.
-func (v *Validator) Check(ctx context.Context, job uint64, stage uint16) error {
-	return v.check(ctx, ctx, job, stage)
-}
-
 // check re-executes under work (the dispute's deadline) and votes under
 // ctx, so that a vote sent just before the deadline is still followed to
 // its block.
-func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16) error {
+func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16, deadline uint64) error {
 	rc, err := v.Reexecute(work, job, stage)
 	if err != nil {
 		return err
@@ -350,17 +344,18 @@ func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16) e
 		v.Logger.Warn("no disputed output is the re-execution: voting for the re-executed result", "job", job, "stage", stage,
 			"result", fmt.Sprintf("%x", rc.Result[:8]))
 	}
-	return v.castVote(ctx, job, stage, rc.Result)
+	return v.castVote(ctx, job, stage, deadline, rc.Result)
 }
 
 // castVote submits the validator's vote for result on the disputed stage
-// of job. It is the one place a vote leaves the agent (a commit-reveal
-// vote replaces its body).
-func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, result types.Hash) error {
+// of job, in the vote that ends at deadline (a later dispute of the same
+// stage is another vote: its salt differs). It is the one place a vote
+// leaves the agent (a commit-reveal vote replaces its body).
+func (v *Validator) castVote(ctx context.Context, job uint64, stage uint16, deadline uint64, result types.Hash) error {
 	// Votes are sealed first (hash of job, stage, result, salt, operator)
 	// and opened once every active validator has sealed or the sealing
 	// phase is over, so nobody can copy another's vote.
-	salt := voteSalt(v.Key, "dispute", result[:], job, uint64(stage))
+	salt := voteSalt(v.Key, "dispute", result[:], job, uint64(stage), deadline)
 	seal := &verifier.MsgCommitVote{Job: job, Stage: stage, Commitment: verifier.VoteCommitment(job, stage, result, salt, v.sender.Address())}
 	open := &verifier.MsgVoteDispute{Job: job, Stage: stage, Result: result, Salt: salt}
 	return v.sealAndOpen(ctx, job, stage, seal.Raw(), open.Raw(), fmt.Sprintf("job %d stage %d result %x", job, stage, result[:8]))

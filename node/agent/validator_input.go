@@ -88,7 +88,7 @@ func (v *Validator) handleInputCheck(ctx context.Context, d dispute) {
 	if err == nil && ctx.Err() == nil {
 		v.Logger.Info("input checked", "job", d.Job, "stage", d.Stage, "vote", inputVoteName(verdict), "why", why)
 		vctx, vcancel := untilHeight(ctx, v.Chain, d.Deadline)
-		err = v.castVote(vctx, d.Job, d.Stage, verdict)
+		err = v.castVote(vctx, d.Job, d.Stage, d.Deadline, verdict)
 		vcancel()
 		if err == nil && verdict == verifier.InputAvailable {
 			v.dialReporters(ctx, d.Job, d.Stage)

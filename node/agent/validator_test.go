@@ -622,7 +622,7 @@ func TestValidatorRestartedInsideVoteWindow(t *testing.T) {
 	mal2.put((&LLMOutput{Version: LLMOutputVersion, Input: jv.Input, Tokens: out.Tokens, Text: out.Text}).Encode())
 	j := n.waitJob(job, "disputed", func(j *chain.JobView) bool { return j.Tasks[0].Status == "disputed" })
 	// What the crashed agent had sent: its seal on the true answer.
-	seal := &verifier.MsgCommitVote{Job: job, Stage: 0, Commitment: verifier.VoteCommitment(job, 0, truth, voteSalt(op, "dispute", truth[:], job, 0), v.Address())}
+	seal := &verifier.MsgCommitVote{Job: job, Stage: 0, Commitment: verifier.VoteCommitment(job, 0, truth, voteSalt(op, "dispute", truth[:], job, 0, j.Tasks[0].DisputeDeadline), v.Address())}
 	if _, err := node.NewSender(n.c, op).Send(n.ctx, seal.Raw()); err != nil {
 		t.Fatal(err)
 	}

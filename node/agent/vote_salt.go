@@ -10,8 +10,11 @@ import (
 )
 
 // voteSalt is the salt of the validator's sealed vote on one question
-// (kind and the fields naming it) answered with answer: keccak256 of a
-// domain, the operator's private key and the vote. It is derived rather
+// (kind and the fields naming it, which must tell one vote from every
+// other: a later dispute of the same stage includes its deadline) answered
+// with answer: keccak256 of a domain, the operator's private key and the
+// vote. An opened salt is public: were it reused for another vote with the
+// same answer, anyone could test that answer against the other seal. It is derived rather
 // than drawn so that a validator that sealed a vote and then crashed
 // re-derives the same salt after its restart and can still open the vote
 // (a sealed vote never opened is slashed like a missing one); nothing
