@@ -8,7 +8,8 @@ import (
 
 // TestVoteSaltDerived: a salt is the same for the same key and vote (a
 // restarted agent opens its seal) and differs with any of them: another
-// key (another validator cannot compute it), another question or answer.
+// key (another validator cannot compute it), another question or answer,
+// a later vote on the same question (its deadline).
 func TestVoteSaltDerived(t *testing.T) {
 	k1, _ := ethcrypto.GenerateKey()
 	k2, _ := ethcrypto.GenerateKey()
