@@ -109,7 +109,7 @@ password from --password-file or OGPU_PASSWORD).`,
 		},
 	}
 	run.Flags().String("node", "http://127.0.0.1:26657", "RPC address of the node")
-	addBroadcastFlag(run.Flags())
+	addBroadcastFlag(run.Flags(), "--node")
 	addProviderFlags(run)
 	addMetricsFlag(run, metricsProviderListen)
 	addConsoleFlag(run, "this agent's auction decisions, speed, reachability, pricing and stake actions, and the explorer")

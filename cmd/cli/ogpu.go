@@ -64,7 +64,7 @@ HOME/config.toml (keys node, chain-id, output, password-file).`,
 	pf := root.PersistentFlags()
 	pf.String("home", "~/.ogpu", "wallet home: keystore and config.toml")
 	pf.String("node", "http://127.0.0.1:26657", "RPC address of the node to talk to")
-	addBroadcastFlag(pf)
+	addBroadcastFlag(pf, "--node")
 	pf.String("chain-id", "", "chain id for signing (default: ask the node)")
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("password-file", "", "read the key password from this file (first line)")
@@ -95,9 +95,10 @@ func dialNode(cmd *cobra.Command) (*node.Client, error) {
 	return node.DialAll(append([]string{addr}, also...))
 }
 
-// addBroadcastFlag adds --broadcast to f.
-func addBroadcastFlag(f *pflag.FlagSet) {
-	f.StringArray("broadcast", nil, "also hand every transaction to this node's RPC address (repeatable; queries still go to --node): a reveal or a vote lands in its window while --node is down, paused or cut off")
+// addBroadcastFlag adds --broadcast to f; mine names the node the command
+// otherwise talks to.
+func addBroadcastFlag(f *pflag.FlagSet, mine string) {
+	f.StringArray("broadcast", nil, "also hand every transaction to this node's RPC address (repeatable; queries still go to "+mine+"): a reveal or a vote lands in its window while "+mine+" is down, paused or cut off")
 }
 
 // resolveAddress accepts a 0x address or the name of a key in the wallet.

@@ -223,6 +223,15 @@ func newStartCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s started: chain %s, RPC %s, P2P %s, resuming after height %d\n",
 				n.NodeInfo().ID(), n.GenesisDoc().ChainID, conf.RPC.ListenAddress, conf.P2P.ListenAddress, n.BlockStore().Height())
 			c := &node.Client{RPC: local.New(n.Node)}
+			also, _ := cmd.Flags().GetStringArray("broadcast")
+			for _, a := range also { // the in-process agents' transactions
+				o, err := node.Dial(a)
+				if err != nil {
+					_ = n.Close()
+					return fmt.Errorf("--broadcast: %w", err)
+				}
+				c.Also = append(c.Also, o.RPC)
+			}
 			if metricsOn {
 				app, err := metrics.NewApp(metrics.WithState(c))
 				if err != nil {
@@ -272,6 +281,7 @@ func newStartCmd() *cobra.Command {
 	cmd.Flags().Int("snapshot-keep", statesync.DefaultKeep, "state sync snapshots kept")
 	cmd.Flags().Int64("pruning-keep-recent", 0, "keep only this many recent versions of the state (0: all); queries at older heights are refused")
 	addProviderFlags(cmd)
+	addBroadcastFlag(cmd.Flags(), "this process's node")
 	addMetricsFlag(cmd, metricsNodeListen)
 	addConsoleFlag(cmd, "the explorer, read-only; with --provider, the agent's page and actions too")
 	return cmd
