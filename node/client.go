@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -32,6 +33,9 @@ type Client struct {
 	// to as well (fanout.go): it lands while RPC's node is cut off,
 	// paused or restarting. Queries never go to them.
 	Also []rpcclient.Client
+
+	handMu sync.Mutex
+	relays []chan struct{} // per Also node: closed when its last hand-off ends
 }
 
 // Dial connects to a node's RPC address, e.g. http://127.0.0.1:26657 or

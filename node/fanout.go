@@ -24,20 +24,42 @@ import (
 // node's refusal), so a node that lags cannot make the Sender sign the
 // same messages twice under two nonces.
 
-// handOnTimeout bounds one hand-off to another node: a paused node does
-// not keep a goroutine for longer.
+// handOnTimeout bounds one hand-off to another node, its wait for the
+// hand-offs before it included: a paused node does not keep goroutines
+// for longer.
 const handOnTimeout = 10 * time.Second
 
 // handOn gives bz to every node in c.Also, without waiting for their
-// answers.
+// answers. Each node gets the sender's transactions in the order they
+// were handed on: a node given nonce n+1 before n refuses it ("nonce
+// ahead") and, having refused it, would not take it from its peers'
+// gossip either.
 func (c *Client) handOn(bz []byte) {
-	for _, o := range c.Also {
+	if len(c.Also) == 0 {
+		return
+	}
+	c.handMu.Lock()
+	if len(c.relays) != len(c.Also) {
+		c.relays = make([]chan struct{}, len(c.Also))
+	}
+	for i, o := range c.Also {
+		prev, done := c.relays[i], make(chan struct{})
+		c.relays[i] = done
+		ctx, cancel := context.WithTimeout(context.Background(), handOnTimeout)
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), handOnTimeout)
 			defer cancel()
+			defer close(done)
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-ctx.Done():
+					return
+				}
+			}
 			_, _ = o.BroadcastTxSync(ctx, bz)
 		}()
 	}
+	c.handMu.Unlock()
 }
 
 // DialAll connects to addrs: queries and waits go to the first node, and

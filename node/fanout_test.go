@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	rpcclient "github.com/cometbft/cometbft/rpc/client"
 	"github.com/cometbft/cometbft/rpc/client/local"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/ogpu-network/ogpu/chain"
 )
@@ -131,5 +135,58 @@ func TestDialAll(t *testing.T) {
 	}
 	if c.Addr != "http://127.0.0.1:1" || len(c.Also) != 2 {
 		t.Fatalf("DialAll: queries %q, hands on to %d nodes; want http://127.0.0.1:1 and 2", c.Addr, len(c.Also))
+	}
+}
+
+// orderRPC records the transactions handed to it, answering each after a
+// random pause (as a loaded node does).
+type orderRPC struct {
+	rpcclient.Client
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func (o *orderRPC) BroadcastTxSync(_ context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+	o.mu.Lock()
+	o.got = append(o.got, tx)
+	o.mu.Unlock()
+	return &ctypes.ResultBroadcastTx{}, nil
+}
+
+// TestHandOnKeepsOrder: another node gets a sender's transactions in the
+// order they were handed on, however its answers are delayed. Out of
+// order, it refuses nonce n+1 before n ("nonce ahead") and, having
+// refused it, does not take it from its peers' gossip either: the
+// transaction reaches the validators only through the sender's own node,
+// the one that was cut off.
+func TestHandOnKeepsOrder(t *testing.T) {
+	a, b := &orderRPC{}, &orderRPC{}
+	c := &Client{Also: []rpcclient.Client{a, b}}
+	const n = 40
+	for i := range n {
+		c.handOn([]byte{byte(i)})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, o := range []*orderRPC{a, b} {
+		for {
+			o.mu.Lock()
+			k := len(o.got)
+			o.mu.Unlock()
+			if k == n || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		o.mu.Lock()
+		if len(o.got) != n {
+			t.Fatalf("%d of %d transactions handed on", len(o.got), n)
+		}
+		for i, tx := range o.got {
+			if tx[0] != byte(i) {
+				t.Fatalf("transaction %d was handed on as number %d: want the order they were sent in", tx[0], i)
+			}
+		}
+		o.mu.Unlock()
 	}
 }
