@@ -1,7 +1,9 @@
 package chain
 
 import (
+	"cmp"
 	"container/heap"
+	"slices"
 	"time"
 
 	"github.com/holiman/uint256"
@@ -50,6 +52,7 @@ func deadlineMsg(t types.MsgType) bool {
 // bytes alone.
 type txClass struct {
 	from     types.Address
+	nonce    uint64
 	deadline bool         // every message is a deadline message
 	gas      uint64       // params.Gas: what the block limit counts
 	fee      *uint256.Int // the fee it offers
@@ -71,7 +74,7 @@ func classify(params genesis.Params, bz []byte) (c txClass, ok bool) {
 		}
 		c.deadline = c.deadline && deadlineMsg(m.Type)
 	}
-	c.from, c.fee = tx.Body.From, tx.Body.Fee
+	c.from, c.nonce, c.fee = tx.Body.From, tx.Body.Nonce, tx.Body.Fee
 	if c.fee.BitLen() > 128 { // more than the supply: runTx refuses it
 		c.fee = new(uint256.Int).Lsh(uint256.NewInt(1), 128)
 	}
@@ -164,9 +167,16 @@ func (a *App) admit(size int64, m uint64) (ok bool, need uint64) {
 
 // proposalOrder returns the indices of txs in the order a proposal takes
 // them: a deadline transaction before any other, then by fee per gas
-// (highest first), then by mempool order; each sender's transactions stay
-// in their mempool (nonce) order, as a sender's queue is merged by its
-// head. Bytes that do not decode come last (runTx refuses them).
+// (highest first), then by mempool order; each sender's transactions run
+// in nonce order, as a sender's queue is merged by its head. Bytes that do
+// not decode come last (runTx refuses them).
+//
+// The mempool's order is not always the nonce order: CometBFT adds a
+// checked transaction in the order its callers return, and two of one
+// sender's transactions checked back to back (arriving from two peers, or
+// from the sender and from another node it handed them to) can be added
+// the other way round. Taken in mempool order, the later nonce would be
+// refused and the sender's queue would stop there for this block.
 func proposalOrder(params genesis.Params, txs [][]byte) (order []int, classes []txClass) {
 	classes = make([]txClass, len(txs))
 	queues := make(map[types.Address]*senderQueue) // lookups only
@@ -187,6 +197,9 @@ func proposalOrder(params genesis.Params, txs [][]byte) (order []int, classes []
 		}
 		q.txs = append(q.txs, i)
 	}
+	for _, q := range heads.qs {
+		slices.SortStableFunc(q.txs, func(a, b int) int { return cmp.Compare(classes[a].nonce, classes[b].nonce) })
+	}
 	heads.classes = classes
 	heap.Init(&heads)
 	for heads.Len() > 0 {
@@ -203,7 +216,7 @@ func proposalOrder(params genesis.Params, txs [][]byte) (order []int, classes []
 }
 
 type senderQueue struct {
-	txs  []int // indices into the proposal's txs, in mempool order
+	txs  []int // indices into the proposal's txs, in nonce order
 	next int
 }
 

@@ -189,6 +189,32 @@ func TestS1ProposalPutsDeadlinesFirst(t *testing.T) {
 	}
 }
 
+// TestProposalTakesASendersNoncesInOrder (soak finding 14): the mempool
+// held one sender's transactions out of nonce order (CometBFT adds checked
+// transactions in the order their callers return). The proposal runs them
+// in nonce order, so all of them land in one block; in mempool order the
+// first was refused as ahead and the rest of the queue waited.
+func TestProposalTakesASendersNoncesInOrder(t *testing.T) {
+	h, _ := s1Chain(t, MempoolLimits{}, 0)
+	params := getParams(h.tree)
+	var reaped [][]byte
+	for _, n := range []uint64{1, 0, 3, 2, 4} {
+		reaped = append(reaped, feeTx(t, params, testKey("spam"), n, 1, send("alice", uint256.NewInt(1))))
+	}
+	res, err := h.app.PrepareProposal(context.Background(), &abci.PrepareProposalRequest{Txs: reaped, MaxTxBytes: 1 << 20, Height: h.height + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Txs) != len(reaped) {
+		t.Fatalf("the proposal took %d of the sender's %d transactions", len(res.Txs), len(reaped))
+	}
+	for i, r := range h.block(res.Txs...) {
+		if r.Code != 0 {
+			t.Fatalf("tx %d of the proposal failed: %s", i, r.Log)
+		}
+	}
+}
+
 // TestProposalBudget: past its time budget the proposer stops taking
 // transactions. The result commitment (a deadline transaction, first in
 // the order) is in; the spam after the budget is left for the next block,

@@ -1,14 +1,18 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmtsync "github.com/cometbft/cometbft/libs/sync"
 	"github.com/cometbft/cometbft/proxy"
+
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // The ABCI connections between CometBFT and the in-process app.
@@ -84,6 +88,9 @@ type mempoolClient struct {
 	qmu       sync.Mutex
 	queue     []*checkCall
 	combining bool // a goroutine is running the queue
+
+	rmu      sync.Mutex
+	rechecks []*checkCall // a recheck's res is its ReqRes's, answered at Flush
 }
 
 // combineMax is how many CheckTx answers a combiner gives before it hands
@@ -96,7 +103,8 @@ type checkCall struct {
 	req  *abci.CheckTxRequest
 	res  *abci.CheckTxResponse
 	err  error
-	done chan bool // false: answered; true: run the queue (the combiner role)
+	done chan bool       // false: answered; true: run the queue (the combiner role)
+	rr   *abcicli.ReqRes // a recheck's, answered by Flush
 }
 
 func (m *mempoolClient) CheckTx(ctx context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
@@ -106,10 +114,19 @@ func (m *mempoolClient) CheckTx(ctx context.Context, req *abci.CheckTxRequest) (
 	return m.check(ctx, req)
 }
 
-// CheckTxAsync answers before it returns, as the local client's does: the
-// mempool's callback, set on the returned ReqRes, then runs at once.
-// Rechecks skip pre: their signatures were verified when they entered.
+// CheckTxAsync answers a new transaction before it returns, as the local
+// client's does: the mempool's callback, set on the returned ReqRes, then
+// runs at once. A recheck is answered by the Flush that follows the
+// mempool's rechecks (answerRechecks); rechecks skip pre: their
+// signatures were verified when they entered.
 func (m *mempoolClient) CheckTxAsync(ctx context.Context, req *abci.CheckTxRequest) (*abcicli.ReqRes, error) {
+	if req.Type == abci.CHECK_TX_TYPE_RECHECK {
+		rr := abcicli.NewReqRes(abci.ToCheckTxRequest(req))
+		m.rmu.Lock()
+		m.rechecks = append(m.rechecks, &checkCall{ctx: ctx, req: req, rr: rr})
+		m.rmu.Unlock()
+		return rr, nil
+	}
 	res, err := m.CheckTx(ctx, req)
 	if err != nil {
 		return nil, err
@@ -183,4 +200,82 @@ func (m *mempoolClient) run(c *checkCall) (res *abci.CheckTxResponse, err error)
 		}
 	}()
 	return m.app.CheckTx(c.ctx, c.req)
+}
+
+// Flush answers the queued rechecks, then flushes the local client.
+func (m *mempoolClient) Flush(ctx context.Context) error {
+	m.answerRechecks()
+	return m.Client.Flush(ctx)
+}
+
+// answerRechecks runs the queued rechecks, each sender's in nonce order,
+// and answers them in the mempool's order.
+//
+// After each block the mempool rechecks what it holds in its list order,
+// and the app's check state follows: a transaction whose nonce is ahead
+// of it is refused and dropped. The list is not always in nonce order:
+// the mempool adds a checked transaction when its caller returns, so two
+// of one sender's transactions checked back to back (arriving from two
+// peers, or from the sender and from another node it handed them to) can
+// be added the other way round. Rechecked in that order, n+1 was dropped
+// for being ahead, and every later transaction of the sender with it
+// (soak finding 14: a provider's bids and reveals vanished from the
+// mempools and their windows passed). The mempool takes recheck answers
+// in its list order only; the order the app runs them in is free, so each
+// sender's run in nonce order, in the places its transactions hold in the
+// list (other senders' keep theirs: a transfer received before a spend of
+// it still runs first).
+func (m *mempoolClient) answerRechecks() {
+	m.rmu.Lock()
+	calls := m.rechecks
+	m.rechecks = nil
+	m.rmu.Unlock()
+	if len(calls) == 0 {
+		return
+	}
+	for _, c := range recheckOrder(calls) {
+		c.res, c.err = m.check(c.ctx, c.req)
+	}
+	for _, c := range calls {
+		if c.err != nil {
+			// As the mempool does when the local client's CheckTx fails.
+			panic(fmt.Errorf("recheck of a transaction failed: %w", c.err))
+		}
+		c.rr.Response = abci.ToCheckTxResponse(c.res)
+		c.rr.Done()
+		c.rr.InvokeCallback()
+	}
+}
+
+// recheckOrder is calls with each sender's transactions sorted by nonce
+// within the positions they hold; bytes that do not decode keep theirs.
+func recheckOrder(calls []*checkCall) []*checkCall {
+	type key struct {
+		from  types.Address
+		nonce uint64
+	}
+	keys := make([]key, len(calls))
+	slots := make(map[types.Address][]int) // lookups only
+	var senders []types.Address
+	for i, c := range calls {
+		tx, err := types.DecodeTx(c.req.Tx)
+		if err != nil {
+			continue
+		}
+		keys[i] = key{tx.Body.From, tx.Body.Nonce}
+		if slots[tx.Body.From] == nil {
+			senders = append(senders, tx.Body.From)
+		}
+		slots[tx.Body.From] = append(slots[tx.Body.From], i)
+	}
+	order := slices.Clone(calls)
+	for _, from := range senders {
+		pos := slots[from]
+		byNonce := slices.Clone(pos)
+		slices.SortStableFunc(byNonce, func(a, b int) int { return cmp.Compare(keys[a].nonce, keys[b].nonce) })
+		for j, p := range pos {
+			order[p] = calls[byNonce[j]]
+		}
+	}
+	return order
 }

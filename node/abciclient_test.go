@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,8 +11,12 @@ import (
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
 	abci "github.com/cometbft/cometbft/abci/types"
+	ethcrypto "github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/node"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // serialApp answers CheckTx with the transaction as its log, counts calls
@@ -36,8 +41,8 @@ func (a *serialApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.
 
 // The mempool connection's CheckTx (a combiner, node/abciclient.go): from
 // 16 goroutines at once, every call gets its own answer, the app's CheckTx
-// never runs beside itself, pre runs once per first check and never for a
-// recheck, and the ReqRes it returns is answered, so the mempool's
+// never runs beside itself, pre runs once per check, and the ReqRes it
+// returns is answered, so the mempool's
 // callback, set after the call returns, runs at once (CListMempool adds
 // the transaction there). A panicking CheckTx fails its own call only:
 // calls queued behind it are answered, and later calls still run.
@@ -56,11 +61,7 @@ func TestMempoolClientCombines(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				tx := fmt.Sprintf("tx %d/%d", g, i)
-				typ := abci.CHECK_TX_TYPE_CHECK
-				if i%10 == 9 {
-					typ = abci.CHECK_TX_TYPE_RECHECK
-				}
-				rr, err := cli.CheckTxAsync(context.Background(), &abci.CheckTxRequest{Tx: []byte(tx), Type: typ})
+				rr, err := cli.CheckTxAsync(context.Background(), &abci.CheckTxRequest{Tx: []byte(tx), Type: abci.CHECK_TX_TYPE_CHECK})
 				if err != nil {
 					errc <- err
 					return
@@ -95,8 +96,8 @@ func TestMempoolClientCombines(t *testing.T) {
 	if n, want := callbacks.Load(), int64(goroutines*each); n != want {
 		t.Errorf("%d callbacks ran, want %d", n, want)
 	}
-	if n, want := pres.Load(), int64(goroutines*each*9/10+1); n != want {
-		t.Errorf("pre ran %d times, want %d (not for rechecks)", n, want)
+	if n, want := pres.Load(), int64(goroutines*each+1); n != want {
+		t.Errorf("pre ran %d times, want %d", n, want)
 	}
 	// The combiner role was left free: one more call still runs.
 	res, err := cli.CheckTx(context.Background(), &abci.CheckTxRequest{Tx: []byte("after")})
@@ -164,5 +165,83 @@ func TestMempoolClientCombinerServesInTurns(t *testing.T) {
 	}
 	if got := app.calls.Load(); got != flood+1 {
 		t.Fatalf("%d calls answered, want %d", got, flood+1)
+	}
+}
+
+// nonceApp accepts each sender's transactions in nonce order only, as the
+// chain's check state does, and counts its calls.
+type nonceApp struct {
+	abci.BaseApplication
+	next map[types.Address]uint64
+}
+
+func (a *nonceApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	tx, err := types.DecodeTx(req.Tx)
+	if err != nil {
+		return &abci.CheckTxResponse{Code: 1, Log: err.Error()}, nil
+	}
+	if tx.Body.Nonce != a.next[tx.Body.From] {
+		return &abci.CheckTxResponse{Code: 2, Log: fmt.Sprintf("nonce %d is ahead of %d", tx.Body.Nonce, a.next[tx.Body.From])}, nil
+	}
+	a.next[tx.Body.From]++
+	return &abci.CheckTxResponse{}, nil
+}
+
+// TestMempoolClientRechecksInNonceOrder (soak finding 14): the mempool's
+// list holds two senders' transactions out of nonce order (CometBFT adds
+// a checked transaction when its caller returns, so two checked back to
+// back can be added the other way round). Its recheck asks in list order;
+// the app runs each sender's in nonce order, so none is refused as ahead,
+// and the answers reach the mempool in its list order, at the Flush that
+// follows the rechecks, never before. pre (the signature recovery) does
+// not run for a recheck. Rechecked in list order, nonce 1 of the first
+// sender was refused, and every later one of it with it.
+func TestMempoolClientRechecksInNonceOrder(t *testing.T) {
+	app := &nonceApp{next: map[types.Address]uint64{}}
+	var pres atomic.Int64
+	cli, err := node.NewClientCreator(app, func([]byte) { pres.Add(1) }).NewABCIMempoolClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka, _ := ethcrypto.GenerateKey()
+	kb, _ := ethcrypto.GenerateKey()
+	signed := func(k *ecdsa.PrivateKey, nonce uint64) []byte {
+		tx := &types.Tx{Body: types.TxBody{ChainID: "c", From: ethcrypto.PubkeyToAddress(k.PublicKey), Nonce: nonce, Fee: uint256.NewInt(1),
+			Msgs: []types.RawMsg{(&escrow.MsgSend{To: types.Address{1}, Amount: uint256.NewInt(1)}).Raw()}}}
+		if err := tx.Sign(k); err != nil {
+			t.Fatal(err)
+		}
+		bz, err := tx.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bz
+	}
+	list := [][]byte{signed(ka, 1), signed(kb, 0), signed(ka, 0), signed(ka, 3), signed(kb, 1), signed(ka, 2)}
+	var answered []int
+	for i, tx := range list {
+		rr, err := cli.CheckTxAsync(context.Background(), &abci.CheckTxRequest{Tx: tx, Type: abci.CHECK_TX_TYPE_RECHECK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr.SetCallback(func(res *abci.Response) error {
+			if c := res.GetCheckTx(); c.Code != 0 {
+				t.Errorf("recheck %d refused: %s", i, c.Log)
+			}
+			answered = append(answered, i)
+			return nil
+		})
+	}
+	if len(answered) != 0 {
+		t.Fatalf("rechecks %v answered before the Flush", answered)
+	}
+	if err := cli.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(answered) != "[0 1 2 3 4 5]" {
+		t.Fatalf("rechecks answered in the order %v, want the mempool's", answered)
+	}
+	if n := pres.Load(); n != 0 {
+		t.Errorf("pre ran %d times for rechecks", n)
 	}
 }
