@@ -28,8 +28,9 @@ func NewOgpuCommand() *cobra.Command {
 		Long: `oGPU wallet and client. Keys are go-ethereum keystore files under
 HOME/keystore (the same key works on Ethereum for the bridge). Settings come
 from flags, then OGPU_* environment variables (OGPU_NODE, OGPU_CHAIN_ID,
-OGPU_OUTPUT, OGPU_PASSWORD, OGPU_PASSWORD_FILE, OGPU_HOME), then
-HOME/config.toml (keys node, chain-id, output, password-file).`,
+OGPU_OUTPUT, OGPU_PASSWORD, OGPU_PASSWORD_FILE, OGPU_HOME, OGPU_BROADCAST),
+then HOME/config.toml (keys node, chain-id, output, password-file,
+broadcast: a list).`,
 		SilenceUsage: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			home, _ := cmd.Flags().GetString("home")
