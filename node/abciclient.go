@@ -208,49 +208,33 @@ func (m *mempoolClient) Flush(ctx context.Context) error {
 	return m.Client.Flush(ctx)
 }
 
-// answerRechecks runs the queued rechecks and answers them in the
-// mempool's order; a transaction refused as ahead of its sender's nonce
-// runs again after the others, in nonce order.
+// answerRechecks runs the queued rechecks, each sender's in nonce order,
+// and answers them in the mempool's order.
 //
 // After each block the mempool rechecks what it holds in its list order,
-// and the app's check state follows: a transaction whose nonce is ahead of
-// it is refused and dropped. The list is not always in nonce order: the
-// mempool adds a checked transaction when its caller returns, so two of
-// one sender's transactions checked back to back (arriving from two
+// and the app's check state follows: a transaction whose nonce is ahead
+// of it is refused and dropped. The list is not always in nonce order:
+// the mempool adds a checked transaction when its caller returns, so two
+// of one sender's transactions checked back to back (arriving from two
 // peers, or from the sender and from another node it handed them to) can
 // be added the other way round. Rechecked in that order, n+1 was dropped
 // for being ahead, and every later transaction of the sender with it
-// (soak finding 14). The mempool takes recheck answers in its list order
-// only; the order the app runs them in is free. A refused check changes
-// nothing in the app's state, so running the refused-ahead ones again once
-// the others have run, each sender's in nonce order, answers as a recheck
-// in nonce order would; and a list in order costs nothing more than before
-// (nothing is decoded).
+// (soak finding 14: a provider's bids and reveals vanished from the
+// mempools and their windows passed). The mempool takes recheck answers
+// in its list order only; the order the app runs them in is free, so each
+// sender's run in nonce order, in the places its transactions hold in the
+// list (other senders' keep theirs: a transfer received before a spend of
+// it still runs first).
 func (m *mempoolClient) answerRechecks() {
 	m.rmu.Lock()
 	calls := m.rechecks
 	m.rechecks = nil
 	m.rmu.Unlock()
-	var ahead []*checkCall
-	for _, c := range calls {
-		c.res, c.err = m.check(c.ctx, c.req)
-		if c.err == nil && c.res.Code == types.ErrNonceAhead.Code {
-			ahead = append(ahead, c)
-		}
+	if len(calls) == 0 {
+		return
 	}
-	for len(ahead) > 0 {
-		byNonce(ahead)
-		var still []*checkCall
-		for _, c := range ahead {
-			c.res, c.err = m.check(c.ctx, c.req)
-			if c.err == nil && c.res.Code == types.ErrNonceAhead.Code {
-				still = append(still, c)
-			}
-		}
-		if len(still) == len(ahead) {
-			break // a gap no transaction here fills: they are dropped
-		}
-		ahead = still
+	for _, c := range recheckOrder(calls) {
+		c.res, c.err = m.check(c.ctx, c.req)
 	}
 	for _, c := range calls {
 		if c.err != nil {
@@ -263,19 +247,35 @@ func (m *mempoolClient) answerRechecks() {
 	}
 }
 
-// byNonce sorts calls by their transactions' nonces (stable; bytes that
-// do not decode keep their order at the end).
-func byNonce(calls []*checkCall) {
-	nonce := func(c *checkCall) uint64 {
+// recheckOrder is calls with each sender's transactions sorted by nonce
+// within the positions they hold; bytes that do not decode keep theirs.
+func recheckOrder(calls []*checkCall) []*checkCall {
+	type key struct {
+		from  types.Address
+		nonce uint64
+	}
+	keys := make([]key, len(calls))
+	slots := make(map[types.Address][]int) // lookups only
+	var senders []types.Address
+	for i, c := range calls {
 		tx, err := types.DecodeTx(c.req.Tx)
 		if err != nil {
-			return ^uint64(0)
+			continue
 		}
-		return tx.Body.Nonce
+		keys[i] = key{tx.Body.From, tx.Body.Nonce}
+		if slots[tx.Body.From] == nil {
+			senders = append(senders, tx.Body.From)
+		}
+		slots[tx.Body.From] = append(slots[tx.Body.From], i)
 	}
-	keys := make(map[*checkCall]uint64, len(calls))
-	for _, c := range calls {
-		keys[c] = nonce(c)
+	order := slices.Clone(calls)
+	for _, from := range senders {
+		pos := slots[from]
+		byNonce := slices.Clone(pos)
+		slices.SortStableFunc(byNonce, func(a, b int) int { return cmp.Compare(keys[a].nonce, keys[b].nonce) })
+		for j, p := range pos {
+			order[p] = calls[byNonce[j]]
+		}
 	}
-	slices.SortStableFunc(calls, func(a, b *checkCall) int { return cmp.Compare(keys[a], keys[b]) })
+	return order
 }

@@ -181,7 +181,7 @@ func (a *nonceApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.C
 		return &abci.CheckTxResponse{Code: 1, Log: err.Error()}, nil
 	}
 	if tx.Body.Nonce != a.next[tx.Body.From] {
-		return &abci.CheckTxResponse{Code: types.ErrNonceAhead.Code, Log: fmt.Sprintf("nonce %d is ahead of %d", tx.Body.Nonce, a.next[tx.Body.From])}, nil
+		return &abci.CheckTxResponse{Code: 2, Log: fmt.Sprintf("nonce %d is ahead of %d", tx.Body.Nonce, a.next[tx.Body.From])}, nil
 	}
 	a.next[tx.Body.From]++
 	return &abci.CheckTxResponse{}, nil
@@ -191,9 +191,9 @@ func (a *nonceApp) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.C
 // list holds two senders' transactions out of nonce order (CometBFT adds
 // a checked transaction when its caller returns, so two checked back to
 // back can be added the other way round). Its recheck asks in list order;
-// those the app refuses as ahead run again after the others, in nonce
-// order, so none is dropped, and the answers reach the mempool in its list
-// order, at the Flush that follows the rechecks, never before. pre (the signature recovery) does
+// the app runs each sender's in nonce order, so none is refused as ahead,
+// and the answers reach the mempool in its list order, at the Flush that
+// follows the rechecks, never before. pre (the signature recovery) does
 // not run for a recheck. Rechecked in list order, nonce 1 of the first
 // sender was refused, and every later one of it with it.
 func TestMempoolClientRechecksInNonceOrder(t *testing.T) {
