@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/types"
 )
 
 // startFullNode starts a node that validates nothing, on tc's genesis,
@@ -188,5 +192,48 @@ func TestHandOnKeepsOrder(t *testing.T) {
 			}
 		}
 		o.mu.Unlock()
+	}
+}
+
+// refusingRPC answers every transaction handed to it with a nonce
+// refusal: another node that lags, or one that lies.
+type refusingRPC struct {
+	rpcclient.Client
+	got atomic.Int64
+}
+
+func (r *refusingRPC) BroadcastTxSync(context.Context, cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	r.got.Add(1)
+	return &ctypes.ResultBroadcastTx{Code: types.ErrNonceUsed.Code, Log: "nonce used"}, nil
+}
+
+// TestHostileBroadcastNodeCannotMakeSenderResign: the other node refuses
+// everything handed to it. The Sender acts on its own node's answers
+// only: three transfers land once each, with nonces 0, 1, 2, and nothing
+// is signed twice.
+func TestHostileBroadcastNodeCannotMakeSenderResign(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bad := &refusingRPC{}
+	s := NewSender(&Client{RPC: tc.local.RPC, Also: []rpcclient.Client{bad}}, tc.keys[0])
+	for i := range 3 {
+		res, err := s.Send(ctx, transfer(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := txNonce(t, res); got != uint64(i) {
+			t.Fatalf("transfer %d landed with nonce %d", i, got)
+		}
+	}
+	acct, err := tc.local.Account(ctx, crypto.PubkeyToAddress(tc.keys[0].PublicKey))
+	if err != nil || acct.Nonce != 3 {
+		t.Fatalf("sender's nonce %v, %v: want 3 (nothing signed twice)", acct, err)
+	}
+	for bad.got.Load() < 3 && ctx.Err() == nil { // hand-offs are asynchronous
+		time.Sleep(10 * time.Millisecond)
+	}
+	if bad.got.Load() < 3 {
+		t.Fatalf("the other node was handed %d of 3 transactions", bad.got.Load())
 	}
 }
