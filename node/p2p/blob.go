@@ -336,10 +336,10 @@ func (h *Host) acquireSlot(p peer.ID) (release func(), ok bool) {
 	}, true
 }
 
-// authorizeTimeout bounds one access check: a holder whose chain node
-// hangs answers "unavailable, try again" after it, not "forbidden", and a
-// requester does not wait out requestTimeout for it.
-var authorizeTimeout = 10 * time.Second
+// DefaultAuthorizeTimeout bounds one access check: a holder whose chain
+// node hangs answers "unavailable, try again" after it, not "forbidden",
+// and a requester does not wait out requestTimeout for it.
+const DefaultAuthorizeTimeout = 10 * time.Second
 
 // serve answers one request.
 func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payload []byte) {
@@ -347,7 +347,11 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 		return statusNotFound, "this peer keeps no blobs", nil
 	}
 	if authorize := h.authorizer(); authorize != nil {
-		ctx, cancel := context.WithTimeout(h.ctx, authorizeTimeout)
+		wait := h.authWait
+		if wait <= 0 {
+			wait = DefaultAuthorizeTimeout
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, wait)
 		err := authorize(ctx, remote, q.hash)
 		timedOut := ctx.Err() != nil && h.ctx.Err() == nil
 		cancel()
@@ -357,7 +361,7 @@ func (h *Host) serve(remote peer.ID, q request) (status byte, msg string, payloa
 		if err != nil && timedOut {
 			// The check (its chain query) hangs: the requester asks
 			// again, instead of waiting out its whole request.
-			return statusUnavailable, fmt.Sprintf("blob %x: the access check took longer than %s (%v); try again", q.hash, authorizeTimeout, err), nil
+			return statusUnavailable, fmt.Sprintf("blob %x: the access check took longer than %s (%v); try again", q.hash, wait, err), nil
 		}
 		if err != nil {
 			return statusForbidden, fmt.Sprintf("blob %x: %v", q.hash, err), nil

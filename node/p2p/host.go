@@ -86,6 +86,9 @@ type Config struct {
 	// blobs' content, not manifests or framing (metrics; it must not
 	// block).
 	OnBlobBytes func(served bool, n int)
+	// AuthorizeTimeout bounds one Authorize call; zero means
+	// DefaultAuthorizeTimeout.
+	AuthorizeTimeout time.Duration
 }
 
 // Host is a running oGPU network node.
@@ -99,6 +102,7 @@ type Host struct {
 	authorize func(context.Context, peer.ID, types.Hash) error
 	log       *slog.Logger
 	onBytes   func(served bool, n int)
+	authWait  time.Duration
 
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -170,6 +174,7 @@ func New(ctx context.Context, c Config) (*Host, error) {
 		store:     c.Store,
 		authorize: c.Authorize,
 		onBytes:   c.OnBlobBytes,
+		authWait:  c.AuthorizeTimeout,
 		log:       log.With("self", lh.ID().String()),
 		ctx:       hctx,
 		cancel:    cancel,

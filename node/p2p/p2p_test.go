@@ -687,18 +687,16 @@ func TestCloseDuringFetch(t *testing.T) {
 
 // TestSlowAccessCheckIsUnavailable: a holder whose access check hangs (its
 // chain query does not return) answers "unavailable, try again" once the
-// check has taken authorizeTimeout, so the requester asks again or another
+// check has taken its AuthorizeTimeout, so the requester asks again or another
 // holder; before, the requester waited out the whole request (2 minutes)
 // for each piece. A check that fails in time is still a refusal.
 func TestSlowAccessCheckIsUnavailable(t *testing.T) {
-	defer func(d time.Duration) { authorizeTimeout = d }(authorizeTimeout)
-	authorizeTimeout = 300 * time.Millisecond
 	const piece = 16 << 10
 	data := randBytes(2*piece, 7)
 	h := newHost(t, piece, withAuthorize(func(ctx context.Context, _ peer.ID, _ types.Hash) error {
 		<-ctx.Done() // the chain query hangs
 		return fmt.Errorf("query the job: %w", ctx.Err())
-	}))
+	}), func(c *Config) { c.AuthorizeTimeout = 300 * time.Millisecond })
 	hash := put(t, h, data)
 	c := newHost(t, piece)
 	connect(t, c, h)
