@@ -245,23 +245,36 @@ func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error
 
 // WaitTx polls until the transaction is in a block or ctx ends.
 func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, error) {
-	return c.waitTx(ctx, hash, nil, 0)
+	return c.waitTx(ctx, hash, nil, 0, nil)
 }
 
 // waitTx is WaitTx; with bz (the transaction's bytes) it also broadcasts
-// them again every every until a block includes them, for a
-// node that lost its mempool (see Sender.Send). The node takes the bytes
-// again, or holds them already, or refuses them. A refusal for a used
-// nonce means a block included them (the lookup finds them) or another
-// transaction of the sender took their nonce: they can never land. After
-// two such refusals in a row and still no inclusion, waitTx returns that
-// refusal, so that the caller signs its messages again instead of
-// waiting for ctx to end.
-func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duration) (*ctypes.ResultTx, error) {
+// them again every every until a block includes them, for a node that
+// lost its mempool (see Sender.Send). The node takes the bytes again, or
+// holds them already, or refuses them:
+//
+//   - for a used nonce: a block included them (the lookup finds them) or
+//     another transaction of the sender took their nonce, and they can
+//     never land. After two such refusals in a row and still no
+//     inclusion, waitTx returns that refusal, so that the caller signs its
+//     messages again instead of waiting for ctx to end;
+//   - as ahead of the account's nonce: an earlier transaction of the
+//     sender is missing. After two in a row waitTx calls fill (if set),
+//     which closes the gap (Sender.fillGaps), and waits on;
+//   - for the fee: the mempool is busy (it refuses ordinary transactions
+//     it has no room for, at their fee); waitTx waits on;
+//   - for anything else (the task's window ended, the funds are gone):
+//     after two in a row with the same code and still no inclusion, the
+//     bytes can never land, and waitTx returns that refusal.
+func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duration, fill func(context.Context) error) (*ctypes.ResultTx, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	again := time.Now().Add(every)
-	nonceUsed := 0 // rebroadcasts in a row refused for the nonce
+	var (
+		last    uint32 // the code of the last rebroadcast's refusal; 0 taken
+		lastLog string
+		inARow  int // rebroadcasts in a row refused with code last
+	)
 	for {
 		// Each lookup is bounded: a paused node (SIGSTOP) answers nothing,
 		// and the rebroadcasts below must go on (to the other nodes too).
@@ -275,19 +288,32 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 			return res, nil
 		}
 		if bz != nil && time.Now().After(again) {
-			if nonceUsed >= 2 {
-				return nil, &TxError{Hash: hash, Code: types.ErrNonceUsed.Code,
+			switch {
+			case inARow >= 2 && last == types.ErrNonceUsed.Code:
+				return nil, &TxError{Hash: hash, Code: last,
 					Log: "no block included the transaction and its nonce is used by another transaction of the sender: send the messages again"}
+			case inARow >= 2 && last == types.ErrNonceAhead.Code && fill != nil:
+				if ferr := fill(ctx); ferr == nil {
+					inARow = 0
+				}
+			case inARow >= 2 && last != types.ErrNonceAhead.Code && last != types.ErrFeeTooLow.Code:
+				return nil, &TxError{Hash: hash, Code: last,
+					Log: "no block included the transaction and the node now refuses it: " + lastLog}
 			}
 			again = time.Now().Add(every)
 			c.handOn(bz)
 			bctx, cancel := context.WithTimeout(ctx, waitAttempt)
-			if refusedForNonce(c.RPC.BroadcastTxSync(bctx, bz)) {
-				nonceUsed++
-			} else {
-				nonceUsed = 0
-			}
+			code, log := refusal(c.RPC.BroadcastTxSync(bctx, bz))
 			cancel()
+			switch {
+			case code == 0:
+				inARow = 0
+			case code == last:
+				inARow++
+			default:
+				last, inARow = code, 1
+			}
+			last, lastLog = code, log
 		}
 		select {
 		case <-ctx.Done():
@@ -300,15 +326,23 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 // waitAttempt bounds each lookup and rebroadcast of waitTx.
 const waitAttempt = 3 * time.Second
 
-// refusedForNonce reports whether a broadcast's answer is the mempool's
-// refusal of the transaction for a used nonce (not "already in the
-// cache": the node holds those bytes, waiting for a block).
-func refusedForNonce(r *ctypes.ResultBroadcastTx, err error) bool {
-	if err == nil {
-		return r.Code == types.ErrNonceUsed.Code
+// refusal is the mempool's refusal of a broadcast: its code and log, or 0
+// if the node took the transaction, holds it already ("already in the
+// cache"), or did not answer (a transport error says nothing of the
+// transaction).
+func refusal(r *ctypes.ResultBroadcastTx, err error) (uint32, string) {
+	if err != nil {
+		m := checkTxRefusal.FindStringSubmatch(err.Error())
+		if m == nil {
+			return 0, ""
+		}
+		code, _ := strconv.ParseUint(m[1], 10, 32)
+		return uint32(code), m[2]
 	}
-	m := checkTxRefusal.FindStringSubmatch(err.Error())
-	return m != nil && m[1] == strconv.FormatUint(uint64(types.ErrNonceUsed.Code), 10)
+	if r == nil {
+		return 0, ""
+	}
+	return r.Code, r.Log
 }
 
 // BroadcastAndWait broadcasts and waits for inclusion.

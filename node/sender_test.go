@@ -329,3 +329,112 @@ func TestSendLostTxWhoseNonceWasTaken(t *testing.T) {
 		t.Fatalf("recipient of the lost transfer holds %v, %v; want nothing", acct, err)
 	}
 }
+
+// deadRPC is a node's RPC whose mempool takes the first lose broadcasts
+// and drops them unincluded; the first of them can never land after that
+// (its window ended, as the soak's bid reveal of job 91): the node
+// refuses its bytes from then on.
+type deadRPC struct {
+	rpcclient.Client
+	mu    sync.Mutex
+	lose  int
+	alive bool   // the first lost transaction can still land
+	dead  []byte // the hash of the transaction that can no longer land
+}
+
+func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	r.mu.Lock()
+	if r.lose > 0 {
+		r.lose--
+		if r.dead == nil && !r.alive {
+			r.dead = tx.Hash()
+		}
+		r.mu.Unlock()
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash()}, nil
+	}
+	dead := string(tx.Hash()) == string(r.dead)
+	r.mu.Unlock()
+	if dead {
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash(), Code: types.ErrWrongPhase.Code, Log: "the reveal window ended at height 1035"}, nil
+	}
+	return r.Client.BroadcastTxSync(ctx, tx)
+}
+
+// TestSendFillsTheGapOfADeadTransaction is the soak's job 87: a
+// provider's bid reveal (nonce n) and result reveal (n+1) were both in its
+// node's mempool; the bid reveal's window ended before a block took it, the
+// recheck dropped it, and the result reveal, ahead of the account's nonce
+// from then on, could never land: its Send waited forever, inside the
+// provider's block loop, and the provider did nothing more (slashed as a
+// no-show). The Sender now fills the gap: the result reveal lands with the
+// nonce it was signed with, the dead one never, and the filler moves one
+// base unit from the sender to itself.
+func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rpc := &deadRPC{Client: tc.local.RPC, lose: 2}
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
+	s.RebroadcastEvery = 200 * time.Millisecond
+	dead, err := s.Post(ctx, transfer(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Post(ctx, transfer(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := held.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the transaction behind a dead one: %v", err)
+	}
+	if got := txNonce(t, res); got != 1 {
+		t.Fatalf("it landed with nonce %d, want the nonce it was signed with, 1", got)
+	}
+	var te *TxError
+	if _, err := dead.Wait(ctx); !errors.As(err, &te) || te.Code != types.ErrWrongPhase.Code {
+		t.Fatalf("the dead transaction's wait: %v, want its refusal", err)
+	}
+	for i, want := range []uint64{0, 1001} {
+		if acct, err := tc.local.Account(ctx, recipient(i)); err != nil || acct.Balance.Uint64() != want {
+			t.Fatalf("recipient %d holds %v, %v; want %d base units", i, acct, err, want)
+		}
+	}
+	if after, err := tc.local.Account(ctx, s.Address()); err != nil || after.Nonce != 2 {
+		t.Fatalf("the sender's account: %+v, %v; want nonce 2 (the filler and the transfer)", after, err)
+	}
+	// The next transaction follows at nonce 2.
+	if res, err := s.Send(ctx, transfer(2)); err != nil || txNonce(t, res) != 2 {
+		t.Fatalf("the next transfer: %v", err)
+	}
+}
+
+// TestSendRefillsAGapWithItsOwnBytes: the node dropped nonce n, which can
+// still land, and holds n+1 back; waiting on n+1 hands n's own bytes to
+// the node again: both land, once each, and no filler is spent.
+func TestSendRefillsAGapWithItsOwnBytes(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rpc := &deadRPC{Client: tc.local.RPC, lose: 2, alive: true}
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
+	s.RebroadcastEvery = 200 * time.Millisecond
+	if _, err := s.Post(ctx, transfer(0)); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Post(ctx, transfer(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := held.Wait(ctx); err != nil || txNonce(t, res) != 1 {
+		t.Fatalf("the transaction behind a dropped one: %v", err)
+	}
+	for i, want := range []uint64{1000, 1001} {
+		if acct, err := tc.local.Account(ctx, recipient(i)); err != nil || acct.Balance.Uint64() != want {
+			t.Fatalf("recipient %d holds %v, %v; want %d base units (once)", i, acct, err, want)
+		}
+	}
+	if after, err := tc.local.Account(ctx, s.Address()); err != nil || after.Nonce != 2 {
+		t.Fatalf("the sender's account: %+v, %v; want nonce 2 (no filler)", after, err)
+	}
+}
