@@ -700,8 +700,12 @@ func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
 		}
 	}
 	p.mu.Unlock()
+	// Each reveal waits for its block apart: a Send that waits long (a
+	// node that lost the transaction, a gap in the nonces) must not hold
+	// the block loop, or the provider stops bidding and serving (the
+	// soak's job 87: a no-show slash).
 	for _, k := range due {
-		p.revealResult(ctx, k)
+		p.spawn(func() { p.revealResult(ctx, k) })
 	}
 }
 
