@@ -46,8 +46,8 @@ type Sender struct {
 	next    uint64
 	synced  bool // next was read from the account (or advanced from it)
 	// sent holds the bytes the node took under each nonce not yet known
-	// to be in a block (at most maxSent, the newest): fillGaps hands them
-	// to the node again before it fills a gap.
+	// to be in a block (the newest maxSent at least, 2*maxSent at most):
+	// fillGaps hands them to the node again before it fills a gap.
 	sent map[uint64][]byte
 
 	// RebroadcastEvery is how often Send (and Pending.Wait) hands the node
@@ -383,7 +383,7 @@ func (s *Sender) broadcast(ctx context.Context, msgs []types.RawMsg) ([]byte, []
 		return res.Hash, bz, &TxError{Hash: res.Hash, Code: res.Code, Log: res.Log}
 	}
 	s.sent[s.next] = bz
-	if len(s.sent) > maxSent {
+	if len(s.sent) > 2*maxSent { // amortized: one sweep per maxSent sends
 		s.forgetBelow(s.next - maxSent + 1)
 	}
 	s.next++
