@@ -331,8 +331,10 @@ func voteOf(votes []verifier.Vote, op types.Address) (types.Hash, bool) {
 // endVote decides a vote: the hash more than 2/3 of the voter set's power
 // opened, if any (the voter set: the active validators when the vote
 // opened, with their power then). Voters that opened no vote, or voted against
-// a decided outcome (Abstain aside), are slashed vote_slash_bps; those that
-// voted with it share the stage's validator fee by power. Then a dispute
+// a decided outcome (Abstain aside, and InputBad against InputAvailable: a
+// validator that could not fetch an input others fetched is unpaid, not
+// slashed), are slashed vote_slash_bps; those that voted with it share the
+// stage's validator fee by power. Then a dispute
 // settles on the verdict (or "unresolved"), and an input check reopens the
 // task (input available: the validators serve it), settles "bad_input"
 // (the client pays the reservations) or "no_input" (undecided).
@@ -361,6 +363,10 @@ func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
 			k.slashValidator(j, stage, op, k.p.VoteSlashBps, "missed the vote on job "+strconv.FormatUint(j.ID, 10))
 		case decided && v == verdict:
 			with, withPower, withTotal = append(with, op), append(withPower, powers[i]), withTotal+powers[i]
+		case decided && t.Status == verifier.TaskInputCheck && verdict == verifier.InputAvailable && v == verifier.InputBad:
+			// "I could not fetch it" against validators that did: a
+			// statement about its own reach nobody can check, so unpaid,
+			// not slashed (docs/design-notes.md, input checks).
 		case decided && v != verifier.Abstain:
 			k.slashValidator(j, stage, op, k.p.VoteSlashBps, "voted against the outcome of job "+strconv.FormatUint(j.ID, 10))
 		}

@@ -240,3 +240,71 @@ func TestEconomicsStreamCopier(t *testing.T) {
 		t.Errorf("copier %s, honest %s", copier, honestProfit)
 	}
 }
+
+// TestInputCheckCannotFetchIsNoOffence: the soak's job 21. A validator
+// that could not fetch an input the others fetched (its host had just
+// restarted and found no route to the client in time) voted InputBad
+// against an InputAvailable outcome and was slashed: "I could not fetch
+// it" is an honest statement about one's own reach, which nobody can
+// check. Such a vote is now only unpaid. The opposite claim, "I fetched
+// it" against a majority that could not, is still slashed: it can be
+// wrong only by a lie (or a client that served that validator alone).
+func TestInputCheckCannotFetchIsNoOffence(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		majority, minority types.Hash
+		slashed            bool
+	}{
+		{"bad against available", verifier.InputAvailable, verifier.InputBad, false},
+		{"available against bad", verifier.InputBad, verifier.InputAvailable, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAtkNet(t)
+			p1, p2, backup := a.provider("honest"), a.provider("honest"), a.provider("honest")
+			id := a.award(client, auctionJob(2, types.OGPU(3)), []types.Address{p1, p2, backup}, []*uint256.Int{types.OGPU(1), types.OGPU(1), types.OGPU(2)})
+			for _, p := range []types.Address{p1, p2} {
+				a.must("report", func(k *Keeper) error {
+					return k.ReportInput(p, &verifier.MsgReportInput{Job: id, Stage: 0, Reason: verifier.InputUnavailable})
+				})
+			}
+			if tk := a.task(id, 0); tk.Status != verifier.TaskInputCheck {
+				t.Fatalf("%s after both reported, want input_check", tk.Status)
+			}
+			vote := map[types.Address]types.Hash{}
+			before := map[types.Address]*big.Int{}
+			for i, v := range a.vals {
+				vote[v] = tc.majority
+				if i == len(a.vals)-1 {
+					vote[v] = tc.minority
+				}
+				before[v] = a.worth(v)
+			}
+			salt := func(v types.Address) types.Hash { return hashOf("vote salt " + v.Hex()) }
+			for _, v := range a.vals {
+				a.must("seal vote", func(k *Keeper) error {
+					return k.CommitVote(v, &verifier.MsgCommitVote{Job: id, Stage: 0, Commitment: verifier.VoteCommitment(id, 0, vote[v], salt(v), v)})
+				})
+			}
+			for _, v := range a.vals {
+				a.must("open vote", func(k *Keeper) error {
+					return k.VoteDispute(v, &verifier.MsgVoteDispute{Job: id, Stage: 0, Result: vote[v], Salt: salt(v)})
+				})
+			}
+			a.endBlock()
+			if tk := a.task(id, 0); tk.Status == verifier.TaskInputCheck {
+				t.Fatalf("the input check is still open after every vote was opened")
+			}
+			for i, v := range a.vals {
+				d := new(big.Int).Sub(a.worth(v), before[v])
+				switch {
+				case i < len(a.vals)-1 && d.Sign() <= 0:
+					t.Errorf("validator %d voted with the outcome and earned %s, want a share of the fee", i, d)
+				case i == len(a.vals)-1 && tc.slashed && d.Sign() >= 0:
+					t.Errorf("the minority voter's worth changed by %s, want a slash", d)
+				case i == len(a.vals)-1 && !tc.slashed && d.Sign() != 0:
+					t.Errorf("the minority voter's worth changed by %s, want 0 (unpaid, not slashed)", d)
+				}
+			}
+		})
+	}
+}
