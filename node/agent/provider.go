@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -191,6 +192,11 @@ type bidSecret struct {
 	Price    *uint256.Int
 	Salt     types.Hash
 	Revealed bool
+	// BidEnd and RevealEnd are the job's windows: the reveal goes out
+	// once block BidEnd is committed (revealDue), a block before the
+	// job_revealing event; 0 in files of older versions (the event
+	// then starts it).
+	BidEnd, RevealEnd uint64
 	// revealing: a reveal of it is under way (not saved).
 	revealing bool
 }
@@ -691,6 +697,7 @@ func (p *Provider) onBlock(ctx context.Context, b node.BlockEvents) {
 	}
 	p.redeemSessions(ctx, uint64(b.Height))
 	p.unjailIfDue(ctx, uint64(b.Height))
+	p.revealDue(ctx, uint64(b.Height))
 	// Reveal results whose commit window has closed.
 	p.mu.Lock()
 	var due []taskKey
@@ -925,7 +932,7 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 			continue
 		}
 		k := taskKey{id, stage}
-		s := &bidSecret{Price: price, Salt: randomHash()}
+		s := &bidSecret{Price: price, Salt: randomHash(), BidEnd: j.BidEnd, RevealEnd: j.RevealEnd}
 		p.mu.Lock()
 		p.bids[k] = s
 		p.mu.Unlock()
@@ -1080,6 +1087,43 @@ func (p *Provider) revealBids(ctx context.Context, job, revealEnd uint64) {
 		}
 		wg.Wait()
 	})
+}
+
+// revealDue reveals the bids whose job's bid window ended with block h:
+// the chain takes reveals from block BidEnd+1 on, and a reveal sent once
+// BidEnd is committed can be in that block. Waiting for the
+// job_revealing event (emitted in block BidEnd+1) left the reveals two
+// of a 3-block window (the soak's job 93: both bidders' reveals missed
+// them). The event still starts any reveal not started here.
+func (p *Provider) revealDue(ctx context.Context, h uint64) {
+	p.mu.Lock()
+	due := dueReveals(p.bids, h)
+	p.mu.Unlock()
+	for _, d := range due {
+		p.revealBids(ctx, d.job, d.revealEnd)
+	}
+}
+
+type dueReveal struct{ job, revealEnd uint64 }
+
+// dueReveals lists, by job, the bids to reveal once block h is committed:
+// not revealed nor being revealed, their job's bid window over (BidEnd <=
+// h) and its reveal window still open after h.
+func dueReveals(bids map[taskKey]*bidSecret, h uint64) []dueReveal {
+	var out []dueReveal
+	for k, s := range bids {
+		if s.Revealed || s.revealing || s.BidEnd == 0 || h < s.BidEnd || h >= s.RevealEnd {
+			continue
+		}
+		i := slices.IndexFunc(out, func(d dueReveal) bool { return d.job == k.Job })
+		if i < 0 {
+			out = append(out, dueReveal{k.Job, s.RevealEnd})
+		} else {
+			out[i].revealEnd = max(out[i].revealEnd, s.RevealEnd)
+		}
+	}
+	slices.SortFunc(out, func(a, b dueReveal) int { return cmp.Compare(a.job, b.job) })
+	return out
 }
 
 // postReveal sends the reveal of bid k, again while the node cannot be

@@ -195,3 +195,31 @@ func TestResumeWaitsForTheNode(t *testing.T) {
 		t.Fatalf("node never back: resumed %v, err %v; want the context's end", got, err)
 	}
 }
+
+// TestDueReveals: a bid is revealed once its job's last bid block is
+// committed (the chain takes the reveal in the next block), not a block
+// later on the job_revealing event; never twice, never past the window.
+func TestDueReveals(t *testing.T) {
+	bid := func(bidEnd, revealEnd uint64) *bidSecret {
+		return &bidSecret{Price: uint256.NewInt(1), BidEnd: bidEnd, RevealEnd: revealEnd}
+	}
+	bids := map[taskKey]*bidSecret{
+		{1, 0}: bid(10, 13), {1, 1}: bid(10, 13), {1, 2}: bid(10, 13),
+		{2, 0}: bid(12, 15),
+		{3, 0}: {Price: uint256.NewInt(1)}, // saved by an older version: the event reveals it
+	}
+	if got := dueReveals(bids, 9); len(got) != 0 {
+		t.Fatalf("at height 9 (bidding): %v, want nothing", got)
+	}
+	if got := dueReveals(bids, 10); !slices.Equal(got, []dueReveal{{1, 13}}) {
+		t.Fatalf("once block 10 (job 1's BidEnd) is committed: %v, want job 1 (its three stages in one go)", got)
+	}
+	bids[taskKey{1, 0}].revealing = true
+	bids[taskKey{1, 1}].Revealed = true
+	if got := dueReveals(bids, 12); !slices.Equal(got, []dueReveal{{1, 13}, {2, 15}}) {
+		t.Fatalf("at 12: %v, want job 1's last stage and job 2", got)
+	}
+	if got := dueReveals(bids, 13); !slices.Equal(got, []dueReveal{{2, 15}}) {
+		t.Fatalf("at 13 (job 1's window closes with it): %v, want job 2 only", got)
+	}
+}
