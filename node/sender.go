@@ -213,9 +213,12 @@ func (s *Sender) release() { <-s.lock }
 const maxSent = 256
 
 // landed forgets the bytes sent under nonce and every nonce before it: a
-// block included them.
+// block included them. It never waits for the lock (a broadcast to a
+// paused node may hold it): if busy, a later sweep forgets them.
 func (s *Sender) landed(nonce uint64) {
-	if s.acquire(context.Background()) != nil {
+	select {
+	case s.lock <- struct{}{}:
+	default:
 		return
 	}
 	defer s.release()
