@@ -360,6 +360,26 @@ func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.
 	return r.Client.BroadcastTxSync(ctx, tx)
 }
 
+// postTwoLost posts transfers 0 and 1 through a node that takes both and
+// drops them unincluded; the first can still land if alive, else never.
+func postTwoLost(t *testing.T, alive bool) (*testChain, context.Context, *Sender, *Pending, *Pending) {
+	t.Helper()
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s := NewSender(&Client{RPC: &deadRPC{Client: tc.local.RPC, lose: 2, alive: alive}}, tc.keys[0])
+	s.RebroadcastEvery = 200 * time.Millisecond
+	var ps [2]*Pending
+	for i := range ps {
+		p, err := s.Post(ctx, transfer(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+	}
+	return tc, ctx, s, ps[0], ps[1]
+}
+
 // TestSendFillsTheGapOfADeadTransaction is the soak's job 87: a
 // provider's bid reveal (nonce n) and result reveal (n+1) were both in its
 // node's mempool; the bid reveal's window ended before a block took it, the
@@ -370,20 +390,7 @@ func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.
 // nonce it was signed with, the dead one never, and the filler moves one
 // base unit from the sender to itself.
 func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
-	tc := startTestChain(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rpc := &deadRPC{Client: tc.local.RPC, lose: 2}
-	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
-	s.RebroadcastEvery = 200 * time.Millisecond
-	dead, err := s.Post(ctx, transfer(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := s.Post(ctx, transfer(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc, ctx, s, dead, held := postTwoLost(t, false)
 	res, err := held.Wait(ctx)
 	if err != nil {
 		t.Fatalf("the transaction behind a dead one: %v", err)
@@ -413,19 +420,7 @@ func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
 // still land, and holds n+1 back; waiting on n+1 hands n's own bytes to
 // the node again: both land, once each, and no filler is spent.
 func TestSendRefillsAGapWithItsOwnBytes(t *testing.T) {
-	tc := startTestChain(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rpc := &deadRPC{Client: tc.local.RPC, lose: 2, alive: true}
-	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
-	s.RebroadcastEvery = 200 * time.Millisecond
-	if _, err := s.Post(ctx, transfer(0)); err != nil {
-		t.Fatal(err)
-	}
-	held, err := s.Post(ctx, transfer(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc, ctx, s, _, held := postTwoLost(t, true)
 	if res, err := held.Wait(ctx); err != nil || txNonce(t, res) != 1 {
 		t.Fatalf("the transaction behind a dropped one: %v", err)
 	}
