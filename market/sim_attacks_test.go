@@ -261,15 +261,7 @@ func TestInputCheckCannotFetchIsNoOffence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAtkNet(t)
 			p1, p2, backup := a.provider("honest"), a.provider("honest"), a.provider("honest")
-			id := a.award(client, auctionJob(2, types.OGPU(3)), []types.Address{p1, p2, backup}, []*uint256.Int{types.OGPU(1), types.OGPU(1), types.OGPU(2)})
-			for _, p := range []types.Address{p1, p2} {
-				a.must("report", func(k *Keeper) error {
-					return k.ReportInput(p, &verifier.MsgReportInput{Job: id, Stage: 0, Reason: verifier.InputUnavailable})
-				})
-			}
-			if tk := a.task(id, 0); tk.Status != verifier.TaskInputCheck {
-				t.Fatalf("%s after both reported, want input_check", tk.Status)
-			}
+			id := a.inputCheck(p1, p2, backup)
 			vote := map[types.Address]types.Hash{}
 			before := map[types.Address]*big.Int{}
 			for i, v := range a.vals {
@@ -279,17 +271,7 @@ func TestInputCheckCannotFetchIsNoOffence(t *testing.T) {
 				}
 				before[v] = a.worth(v)
 			}
-			salt := func(v types.Address) types.Hash { return hashOf("vote salt " + v.Hex()) }
-			for _, v := range a.vals {
-				a.must("seal vote", func(k *Keeper) error {
-					return k.CommitVote(v, &verifier.MsgCommitVote{Job: id, Stage: 0, Commitment: verifier.VoteCommitment(id, 0, vote[v], salt(v), v)})
-				})
-			}
-			for _, v := range a.vals {
-				a.must("open vote", func(k *Keeper) error {
-					return k.VoteDispute(v, &verifier.MsgVoteDispute{Job: id, Stage: 0, Result: vote[v], Salt: salt(v)})
-				})
-			}
+			a.voteEach(id, vote)
 			a.endBlock()
 			if tk := a.task(id, 0); tk.Status == verifier.TaskInputCheck {
 				t.Fatalf("the input check is still open after every vote was opened")
@@ -306,5 +288,74 @@ func TestInputCheckCannotFetchIsNoOffence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// inputCheck awards a job to p1 and p2 (backup bids too), has both report
+// its input unavailable, and returns it in its input check.
+func (a *atkNet) inputCheck(p1, p2, backup types.Address) uint64 {
+	a.tb.Helper()
+	id := a.award(client, auctionJob(2, types.OGPU(3)), []types.Address{p1, p2, backup}, []*uint256.Int{types.OGPU(1), types.OGPU(1), types.OGPU(2)})
+	for _, p := range []types.Address{p1, p2} {
+		a.must("report", func(k *Keeper) error {
+			return k.ReportInput(p, &verifier.MsgReportInput{Job: id, Stage: 0, Reason: verifier.InputUnavailable})
+		})
+	}
+	if tk := a.task(id, 0); tk.Status != verifier.TaskInputCheck {
+		a.tb.Fatalf("%s after both reported, want input_check", tk.Status)
+	}
+	return id
+}
+
+// voteEach seals and opens each validator's vote on job id's stage 0.
+func (a *atkNet) voteEach(id uint64, vote map[types.Address]types.Hash) {
+	a.tb.Helper()
+	salt := func(v types.Address) types.Hash { return hashOf("vote salt " + v.Hex()) }
+	for _, v := range a.vals {
+		a.must("seal vote", func(k *Keeper) error {
+			return k.CommitVote(v, &verifier.MsgCommitVote{Job: id, Stage: 0, Commitment: verifier.VoteCommitment(id, 0, vote[v], salt(v), v)})
+		})
+	}
+	for _, v := range a.vals {
+		a.must("open vote", func(k *Keeper) error {
+			return k.VoteDispute(v, &verifier.MsgVoteDispute{Job: id, Stage: 0, Result: vote[v], Salt: salt(v)})
+		})
+	}
+}
+
+// TestEconomicsLazyInputBadVoter: finding 16 made InputBad against an
+// available input unpaid instead of slashed. A validator that never
+// fetches and always votes InputBad must still earn less than one that
+// fetches: over 9 input checks of available inputs and 1 of a withheld
+// one, it is paid on the withheld one only, the honest voters on all ten.
+func TestEconomicsLazyInputBadVoter(t *testing.T) {
+	a := newAtkNet(t)
+	lazy, honest := a.vals[len(a.vals)-1], a.vals[0]
+	lazyBefore, honestBefore := a.worth(lazy), a.worth(honest)
+	for i := range 10 {
+		// Fresh providers each job: after an available input the task
+		// reopens and these never commit (no-shows, jailed).
+		id := a.inputCheck(a.provider("p"), a.provider("p"), a.provider("backup"))
+		truth := verifier.InputAvailable
+		if i == 9 {
+			truth = verifier.InputBad // the client withheld it: nobody could fetch it
+		}
+		vote := map[types.Address]types.Hash{}
+		for _, v := range a.vals {
+			vote[v] = truth
+		}
+		vote[lazy] = verifier.InputBad
+		a.voteEach(id, vote)
+		a.endBlock()
+		a.finish(id)
+	}
+	lazyGain := new(big.Int).Sub(a.worth(lazy), lazyBefore)
+	honestGain := new(big.Int).Sub(a.worth(honest), honestBefore)
+	t.Logf("10 input checks (9 available): the lazy InputBad voter gained %s, an honest voter %s", lazyGain, honestGain)
+	if lazyGain.Sign() < 0 {
+		t.Errorf("the lazy voter lost %s: an unfetchable input is no offence", lazyGain)
+	}
+	if lazyGain.Cmp(new(big.Int).Div(honestGain, big.NewInt(5))) >= 0 {
+		t.Errorf("the lazy voter gained %s, an honest one %s: voting bad without fetching must not pay", lazyGain, honestGain)
 	}
 }
