@@ -12,6 +12,7 @@ import (
 	rpcclient "github.com/cometbft/cometbft/rpc/client"
 	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	cmttypes "github.com/cometbft/cometbft/types"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/types"
@@ -340,6 +341,9 @@ type deadRPC struct {
 	lose  int
 	alive bool   // the first lost transaction can still land
 	dead  []byte // the hash of the transaction that can no longer land
+	// busyFee, if set, refuses new transactions under nonce 0 (the
+	// filler) paying less, as a mempool busy with spam does.
+	busyFee *uint256.Int
 }
 
 func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
@@ -353,7 +357,11 @@ func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.
 		return &ctypes.ResultBroadcastTx{Hash: tx.Hash()}, nil
 	}
 	dead := string(tx.Hash()) == string(r.dead)
+	busy := r.busyFee
 	r.mu.Unlock()
+	if dec, err := types.DecodeTx(tx); busy != nil && !dead && err == nil && dec.Body.Nonce == 0 && dec.Body.Fee.Lt(busy) {
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash(), Code: types.ErrFeeTooLow.Code, Log: "the mempool is busy: pay more"}, nil
+	}
 	if dead {
 		return &ctypes.ResultBroadcastTx{Hash: tx.Hash(), Code: types.ErrWrongPhase.Code, Log: "the reveal window ended at height 1035"}, nil
 	}
@@ -362,12 +370,13 @@ func (r *deadRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.
 
 // postTwoLost posts transfers 0 and 1 through a node that takes both and
 // drops them unincluded; the first can still land if alive, else never.
-func postTwoLost(t *testing.T, alive bool) (*testChain, context.Context, *Sender, *Pending, *Pending) {
+func postTwoLost(t *testing.T, rpc *deadRPC) (*testChain, context.Context, *Sender, *Pending, *Pending) {
 	t.Helper()
 	tc := startTestChain(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	s := NewSender(&Client{RPC: &deadRPC{Client: tc.local.RPC, lose: 2, alive: alive}}, tc.keys[0])
+	rpc.Client, rpc.lose = tc.local.RPC, 2
+	s := NewSender(&Client{RPC: rpc}, tc.keys[0])
 	s.RebroadcastEvery = 200 * time.Millisecond
 	var ps [2]*Pending
 	for i := range ps {
@@ -390,7 +399,7 @@ func postTwoLost(t *testing.T, alive bool) (*testChain, context.Context, *Sender
 // nonce it was signed with, the dead one never, and the filler moves one
 // base unit from the sender to itself.
 func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
-	tc, ctx, s, dead, held := postTwoLost(t, false)
+	tc, ctx, s, dead, held := postTwoLost(t, &deadRPC{})
 	res, err := held.Wait(ctx)
 	if err != nil {
 		t.Fatalf("the transaction behind a dead one: %v", err)
@@ -420,7 +429,7 @@ func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
 // still land, and holds n+1 back; waiting on n+1 hands n's own bytes to
 // the node again: both land, once each, and no filler is spent.
 func TestSendRefillsAGapWithItsOwnBytes(t *testing.T) {
-	tc, ctx, s, _, held := postTwoLost(t, true)
+	tc, ctx, s, _, held := postTwoLost(t, &deadRPC{alive: true})
 	if res, err := held.Wait(ctx); err != nil || txNonce(t, res) != 1 {
 		t.Fatalf("the transaction behind a dropped one: %v", err)
 	}
@@ -431,5 +440,40 @@ func TestSendRefillsAGapWithItsOwnBytes(t *testing.T) {
 	}
 	if after, err := tc.local.Account(ctx, s.Address()); err != nil || after.Nonce != 2 {
 		t.Fatalf("the sender's account: %+v, %v; want nonce 2 (no filler)", after, err)
+	}
+}
+
+// TestFillPaysMoreWhileTheMempoolIsBusy: a spammer at the minimum fee
+// keeps the mempool busy, so a filler at the minimum fee is refused; the
+// filler doubles its fee until it gets in (here at 4x), and the
+// transaction held behind the gap lands.
+func TestFillPaysMoreWhileTheMempoolIsBusy(t *testing.T) {
+	rpc := &deadRPC{}
+	tc, ctx, s, dead, held := postTwoLost(t, rpc)
+	tx, err := types.DecodeTx(dead.bz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := tc.local.Account(ctx, s.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	min := RequiredFee(s.params, &types.Tx{Body: types.TxBody{ChainID: tx.Body.ChainID, From: s.Address(),
+		Msgs: []types.RawMsg{(&escrow.MsgSend{To: s.Address(), Amount: uint256.NewInt(1)}).Raw()}}})
+	rpc.mu.Lock()
+	rpc.busyFee = new(uint256.Int).Mul(min, uint256.NewInt(3))
+	rpc.mu.Unlock()
+	if res, err := held.Wait(ctx); err != nil || txNonce(t, res) != 1 {
+		t.Fatalf("the transaction behind the gap: %v", err)
+	}
+	after, err := tc.local.Account(ctx, s.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := new(uint256.Int).Sub(before.Balance, after.Balance)
+	// The transfer of 1001 and its fee, plus the filler's 4x fee.
+	transfer := new(uint256.Int).Add(uint256.NewInt(1001), RequiredFee(s.params, &types.Tx{Body: types.TxBody{ChainID: tx.Body.ChainID, From: s.Address(), Nonce: 1, Msgs: []types.RawMsg{transfer(1)}}}))
+	if want := new(uint256.Int).Add(transfer, new(uint256.Int).Mul(min, uint256.NewInt(4))); !spent.Eq(want) {
+		t.Fatalf("the sender spent %s, want %s (the transfer, its fee and a filler at 4x the minimum fee %s)", spent, want, min)
 	}
 }
