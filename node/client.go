@@ -220,9 +220,8 @@ var checkTxRefusal = regexp.MustCompile(`code=(\d+), data=.*, log='(.*)', codesp
 // asking the app; for those the nonce is looked up so the answer says why.
 func (c *Client) broadcastError(ctx context.Context, bz []byte, err error) error {
 	msg := err.Error()
-	if m := checkTxRefusal.FindStringSubmatch(msg); m != nil {
-		code, _ := strconv.ParseUint(m[1], 10, 32)
-		return &TxError{Code: uint32(code), Log: m[2]}
+	if code, log := refusal(nil, err); code != 0 {
+		return &TxError{Code: code, Log: log}
 	}
 	if strings.Contains(msg, "tx already exists in cache") {
 		tx, derr := types.DecodeTx(bz)
