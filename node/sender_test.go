@@ -389,6 +389,20 @@ func postTwoLost(t *testing.T, rpc *deadRPC) (*testChain, context.Context, *Send
 	return tc, ctx, s, ps[0], ps[1]
 }
 
+// wantLanded checks the sender's account nonce and what recipients 0, 1,
+// ... hold, in base units.
+func wantLanded(t *testing.T, tc *testChain, ctx context.Context, s *Sender, nonce uint64, held ...uint64) {
+	t.Helper()
+	for i, want := range held {
+		if acct, err := tc.local.Account(ctx, recipient(i)); err != nil || acct.Balance.Uint64() != want {
+			t.Fatalf("recipient %d holds %v, %v; want %d base units", i, acct, err, want)
+		}
+	}
+	if acct, err := tc.local.Account(ctx, s.Address()); err != nil || acct.Nonce != nonce {
+		t.Fatalf("the sender's account: %+v, %v; want nonce %d", acct, err, nonce)
+	}
+}
+
 // TestSendFillsTheGapOfADeadTransaction is the soak's job 87: a
 // provider's bid reveal (nonce n) and result reveal (n+1) were both in its
 // node's mempool; the bid reveal's window ended before a block took it, the
@@ -411,14 +425,7 @@ func TestSendFillsTheGapOfADeadTransaction(t *testing.T) {
 	if _, err := dead.Wait(ctx); !errors.As(err, &te) || te.Code != types.ErrWrongPhase.Code {
 		t.Fatalf("the dead transaction's wait: %v, want its refusal", err)
 	}
-	for i, want := range []uint64{0, 1001} {
-		if acct, err := tc.local.Account(ctx, recipient(i)); err != nil || acct.Balance.Uint64() != want {
-			t.Fatalf("recipient %d holds %v, %v; want %d base units", i, acct, err, want)
-		}
-	}
-	if after, err := tc.local.Account(ctx, s.Address()); err != nil || after.Nonce != 2 {
-		t.Fatalf("the sender's account: %+v, %v; want nonce 2 (the filler and the transfer)", after, err)
-	}
+	wantLanded(t, tc, ctx, s, 2, 0, 1001) // the filler and the transfer
 	// The next transaction follows at nonce 2.
 	if res, err := s.Send(ctx, transfer(2)); err != nil || txNonce(t, res) != 2 {
 		t.Fatalf("the next transfer: %v", err)
@@ -433,14 +440,7 @@ func TestSendRefillsAGapWithItsOwnBytes(t *testing.T) {
 	if res, err := held.Wait(ctx); err != nil || txNonce(t, res) != 1 {
 		t.Fatalf("the transaction behind a dropped one: %v", err)
 	}
-	for i, want := range []uint64{1000, 1001} {
-		if acct, err := tc.local.Account(ctx, recipient(i)); err != nil || acct.Balance.Uint64() != want {
-			t.Fatalf("recipient %d holds %v, %v; want %d base units (once)", i, acct, err, want)
-		}
-	}
-	if after, err := tc.local.Account(ctx, s.Address()); err != nil || after.Nonce != 2 {
-		t.Fatalf("the sender's account: %+v, %v; want nonce 2 (no filler)", after, err)
-	}
+	wantLanded(t, tc, ctx, s, 2, 1000, 1001) // both transfers, once each, no filler
 }
 
 // TestFillPaysMoreWhileTheMempoolIsBusy: a spammer at the minimum fee
