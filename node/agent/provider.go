@@ -906,6 +906,7 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 	}
 	view := pricing.NewJobView(j.Job, height, pricing.Provider{Address: p.addr.Hex(), Attributes: p.cfg.Attributes})
 	strategy := p.strategy() // every stage of the job at one price
+	var seals []taskKey
 	for stage := uint16(0); stage < j.Stages; stage++ {
 		if j.Kind == market.KindSplit && (int(stage) >= len(j.Slices) || !p.holdsSlice(j.Slices[stage])) {
 			continue
@@ -936,30 +937,65 @@ func (p *Provider) considerJob(ctx context.Context, id uint64, height int64) {
 		p.mu.Lock()
 		p.bids[k] = s
 		p.mu.Unlock()
+		seals = append(seals, k)
+	}
+	if len(seals) > 0 {
 		p.saveSecrets()
-		msg := &market.MsgCommitBid{Job: id, Stage: stage, Commitment: market.BidCommitment(id, stage, price, s.Salt, p.addr)}
-		if _, err := p.sender.Send(ctx, msg.Raw()); err != nil {
-			var refused *node.TxError
-			if !errors.As(err, &refused) {
-				// Not known to be refused (the agent stopping while it
-				// waited for inclusion, the node unreachable): the
-				// commitment may be on chain, so its salt is kept for
-				// the reveal (a stale one for a bid never made costs
-				// nothing; dropping a made one forfeits its deposit).
-				p.log.Warn("bid sent, its inclusion unknown", "job", id, "stage", stage, "err", err)
-				continue
-			}
-			p.log.Warn("bid refused", "job", id, "stage", stage, "err", err)
-			p.decided(id, stage, nil, fmt.Sprintf("a sealed bid at %s was refused: %v", types.FormatAmount(price), err))
-			p.mu.Lock()
-			delete(p.bids, k)
-			p.mu.Unlock()
-			p.saveSecrets()
+		p.sealBids(ctx, seals)
+	}
+}
+
+// sealBids sends the sealed bids ks (their secrets already kept), all of
+// them before any is included, and awaits their inclusions side by side.
+// Sealed one after another's inclusion, a 3-stage job's last seal went
+// out two blocks into its 4-block bid window and missed it on every
+// provider (the soak's job 221 expired with no bid on its third stage).
+func (p *Provider) sealBids(ctx context.Context, ks []taskKey) {
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		p.mu.Lock()
+		s := p.bids[k]
+		p.mu.Unlock()
+		if s == nil {
 			continue
 		}
-		p.log.Info("sealed bid", "job", id, "stage", stage, "price", types.FormatAmount(price))
-		p.decided(id, stage, price, "sealed bid")
+		msg := &market.MsgCommitBid{Job: k.Job, Stage: k.Stage, Commitment: market.BidCommitment(k.Job, k.Stage, s.Price, s.Salt, p.addr)}
+		pending, err := p.sender.Post(ctx, msg.Raw())
+		if err != nil {
+			p.sealFailed(k, s.Price, err)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := pending.Wait(ctx); err != nil {
+				p.sealFailed(k, s.Price, err)
+				return
+			}
+			p.log.Info("sealed bid", "job", k.Job, "stage", k.Stage, "price", types.FormatAmount(s.Price))
+			p.decided(k.Job, k.Stage, s.Price, "sealed bid")
+		}()
 	}
+	wg.Wait()
+}
+
+// sealFailed handles the failure err of bid k's seal: a refused seal's
+// secret is dropped; one whose inclusion is unknown (the agent stopping
+// while it waited, the node unreachable) keeps it for the reveal, as the
+// commitment may be on chain (a stale salt for a bid never made costs
+// nothing; dropping a made one forfeits its deposit).
+func (p *Provider) sealFailed(k taskKey, price *uint256.Int, err error) {
+	var refused *node.TxError
+	if !errors.As(err, &refused) {
+		p.log.Warn("bid sent, its inclusion unknown", "job", k.Job, "stage", k.Stage, "err", err)
+		return
+	}
+	p.log.Warn("bid refused", "job", k.Job, "stage", k.Stage, "err", err)
+	p.decided(k.Job, k.Stage, nil, fmt.Sprintf("a sealed bid at %s was refused: %v", types.FormatAmount(price), err))
+	p.mu.Lock()
+	delete(p.bids, k)
+	p.mu.Unlock()
+	p.saveSecrets()
 }
 
 // claimTask claims pool task k at its fixed reward (worth at least this
