@@ -2,13 +2,17 @@ package agent
 
 import (
 	"context"
-
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/ogpu-network/ogpu/chain"
+	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/types"
+	"github.com/ogpu-network/ogpu/verifier"
 )
 
 // TestProviderFindsClientThatDidNotDial is the soak's job 39 stage 0: the
@@ -102,5 +106,62 @@ func TestClientDialsWinnerAgain(t *testing.T) {
 	}
 	if !connected() {
 		t.Fatal("the client did not dial the winner again once its record named where it listens")
+	}
+}
+
+// TestInputFromCoProviderWhileClientStalls is soak finding 19: a client
+// whose chain node was down held each request for its input until its
+// access check gave up, and answered "try again". One winner had fetched
+// the input before; the other tried the client alone for 9 attempts (the
+// slot providers were asked every tenth), reported the input unavailable,
+// and the validators, fetching the same way, voted it bad: the job failed
+// and the one validator that had it was slashed. A party now asks the
+// slot providers once its first attempt failed (and every widenEvery):
+// the second winner gets the input from the first and the job settles.
+func TestInputFromCoProviderWhileClientStalls(t *testing.T) {
+	n := newTestNet(t)
+	n.provider("prov1", 40, false)
+	n.provider("prov2", 50, false)
+	cl := n.client()
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	h, err := cl.Store.Put(in.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client serves the first peer that asks; every other request
+	// waits 1.5 s and is answered "try again" (its node cannot say).
+	var mu sync.Mutex
+	var first peer.ID
+	stalled := 0
+	cl.Host.SetAuthorize(func(ctx context.Context, remote peer.ID, _ types.Hash) error {
+		mu.Lock()
+		if first == "" {
+			first = remote
+		}
+		served := remote == first
+		if !served {
+			stalled++
+		}
+		mu.Unlock()
+		if served {
+			return nil
+		}
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return p2p.ErrUnavailable
+	})
+	lj := n.job(24)
+	posted := n.postWithheld(cl, lj, h, in.Prompt)
+	j := h1Wait(n, posted.Job, "completed", func(j *chain.JobView) bool { return !j.State.Open() })
+	mu.Lock()
+	defer mu.Unlock()
+	if stalled == 0 {
+		t.Fatal("the client stalled no request: the test tested nothing")
+	}
+	task := j.Tasks[0]
+	if j.StateName != "completed" || task.Verdict == verifier.InputBad || task.Verdict == (types.Hash{}) {
+		t.Fatalf("job %d %s, task settled on %x: want the two winners' agreed result (the second fetched the input from the first)", j.ID, j.StateName, task.Verdict[:8])
 	}
 }

@@ -337,8 +337,8 @@ func refusedByAll(err error) bool {
 
 // fetchFromParties makes sure the store holds blob want of job j, fetching
 // it from the job's client (looked up in the DHT if it is not connected:
-// findClient), and now and then (the client unreachable) from the
-// providers of its slots, until ctx ends. Connected active validators
+// findClient), and, once an attempt has failed, from the providers of its
+// slots too (dialed again every widenEvery), until ctx ends. Connected active validators
 // are asked too: after an input check found the input available they
 // serve it (see Validator). (A job's blobs are never announced in the
 // DHT: only its parties hold them.)
@@ -352,6 +352,7 @@ func fetchFromPartiesMax(ctx context.Context, h *p2p.Host, c *node.Client, store
 	var lastErr error
 	var vals []types.Address
 	var client peer.ID
+	var widened time.Time
 	for attempt := 0; ; attempt++ {
 		if store.Has(want) {
 			return nil
@@ -373,7 +374,17 @@ func fetchFromPartiesMax(ctx context.Context, h *p2p.Host, c *node.Client, store
 				peers = peersOf(h, j.Client)
 			}
 		}
-		wider := attempt%10 == 9
+		// The slot providers hold the job's inputs too (they bind what
+		// they fetched); they are dialed once the first attempt has
+		// failed, and again every widenEvery. Counted in attempts (every
+		// tenth), this came after 90 s when the client held each request
+		// until its access check gave up: three validators' input check
+		// ran out of time while a provider held the evaluation keys
+		// (soak finding 19).
+		wider := attempt > 0 && time.Since(widened) >= widenEvery
+		if wider {
+			widened = time.Now()
+		}
 		if attempt%10 == 0 {
 			vals = activeOperators(ctx, c)
 		}
@@ -406,6 +417,10 @@ func fetchFromPartiesMax(ctx context.Context, h *p2p.Host, c *node.Client, store
 		}
 	}
 }
+
+// widenEvery is how often fetchFromPartiesMax dials the job's slot
+// providers while the blob is still missing.
+const widenEvery = 5 * time.Second
 
 // activeOperators lists the operators of the active validators (nil if
 // the chain cannot say).
