@@ -248,8 +248,9 @@ func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, err
 }
 
 // waitTx is WaitTx; with bz (the transaction's bytes) it also broadcasts
-// them again every every until a block includes them, for a node that
-// lost its mempool (see Sender.Send). The node takes the bytes again, or
+// them again (to the node and the Also nodes) every every until a block
+// includes them, for a node that lost its mempool (see Sender.Send), the
+// first two times sooner (handOnSoon). The node takes the bytes again, or
 // holds them already, or refuses them:
 //
 //   - for a used nonce: a block included them (the lookup finds them) or
@@ -268,7 +269,15 @@ func (c *Client) WaitTx(ctx context.Context, hash []byte) (*ctypes.ResultTx, err
 func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duration, fill func(context.Context) error) (*ctypes.ResultTx, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	again := time.Now().Add(every)
+	soon := 0 // rebroadcasts made of the first len(handOnSoon)
+	next := func() time.Duration {
+		if soon < len(handOnSoon) {
+			soon++
+			return min(handOnSoon[soon-1], every)
+		}
+		return every
+	}
+	again := time.Now().Add(next())
 	var (
 		last    uint32 // the code of the last rebroadcast's refusal; 0 taken
 		lastLog string
@@ -299,7 +308,7 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 				return nil, &TxError{Hash: hash, Code: last,
 					Log: "no block included the transaction and the node now refuses it: " + lastLog}
 			}
-			again = time.Now().Add(every)
+			again = time.Now().Add(next())
 			c.handOn(bz)
 			bctx, cancel := context.WithTimeout(ctx, waitAttempt)
 			code, log := refusal(c.RPC.BroadcastTxSync(bctx, bz))
@@ -321,6 +330,17 @@ func (c *Client) waitTx(ctx context.Context, hash, bz []byte, every time.Duratio
 		}
 	}
 }
+
+// handOnSoon are the delays of waitTx's first rebroadcasts, before it
+// settles on one every rebroadcastEvery. A transaction that is valid from
+// the block its sender's node has just committed (a bid reveal sent once
+// the bid window's last block is in) is refused by a node that has not
+// committed that block yet, and its peers gossip each transaction to it
+// once: the soak's job 53 lost both reveals that way, the validators
+// other than the bidders' node proposing the window's blocks empty. Handed
+// the same bytes again half a second and a second and a half later, that
+// node takes them (and gossips them on).
+var handOnSoon = []time.Duration{500 * time.Millisecond, time.Second}
 
 // waitAttempt bounds each lookup and rebroadcast of waitTx.
 const waitAttempt = 3 * time.Second

@@ -237,3 +237,46 @@ func TestHostileBroadcastNodeCannotMakeSenderResign(t *testing.T) {
 		t.Fatalf("the other node was handed %d of 3 transactions", bad.got.Load())
 	}
 }
+
+// behindRPC refuses the first transaction it is given as a node one block
+// behind does for a transaction valid from the next block ("not yet"),
+// and passes the rest on.
+type behindRPC struct {
+	rpcclient.Client
+	given atomic.Int32
+}
+
+func (r *behindRPC) BroadcastTxSync(ctx context.Context, tx cmttypes.Tx) (*ctypes.ResultBroadcastTx, error) {
+	if r.given.Add(1) == 1 {
+		return &ctypes.ResultBroadcastTx{Hash: tx.Hash(), Code: types.ErrWrongPhase.Code, Log: "job 53 takes bid reveals from height 625"}, nil
+	}
+	return r.Client.BroadcastTxSync(ctx, tx)
+}
+
+// TestHandOnAgainSoon is the soak's job 53: two providers revealed their
+// bids once their node had committed the bid window's last block; the
+// other nodes had not yet, refused the reveals, and were never given them
+// again (a peer gossips a transaction once, and the sender rebroadcast
+// every 3 s, after the 3-block reveal window). Here the sender's own node
+// takes the transfer and passes it to nobody, and the other node refuses
+// it the first time: it lands because the sender hands it on again within
+// the first second and a half, not at the next regular rebroadcast (20 s).
+func TestHandOnAgainSoon(t *testing.T) {
+	tc := startTestChain(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	own := &losingRPC{Client: tc.local.RPC}
+	own.lose.Store(1 << 20) // cut off: it takes everything and passes nothing on
+	other := &behindRPC{Client: tc.local.RPC}
+	s := NewSender(&Client{RPC: own, Also: []rpcclient.Client{other}}, tc.keys[0])
+	s.RebroadcastEvery = 20 * time.Second
+	if _, err := s.Send(ctx, transfer(0)); err != nil {
+		t.Fatalf("the transfer refused once by a node a block behind was not handed to it again soon: %v", err)
+	}
+	if n := other.given.Load(); n < 2 {
+		t.Fatalf("the other node was given the transfer %d times", n)
+	}
+	if own.sent.Load() != 0 {
+		t.Fatal("the sender's own node passed the transfer on: the test tested nothing")
+	}
+}
