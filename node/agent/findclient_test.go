@@ -165,3 +165,48 @@ func TestInputFromCoProviderWhileClientStalls(t *testing.T) {
 		t.Fatalf("job %d %s, task settled on %x: want the two winners' agreed result (the second fetched the input from the first)", j.ID, j.StateName, task.Verdict[:8])
 	}
 }
+
+// TestFetchEndsWithItsContext is soak finding 21: a provider that could not
+// fetch its input reported it when a 10-s fetch attempt ended, 5 s after
+// its report height and after the commit deadline (slashed as a no-show).
+// The fetch's context had ended at the report height; closing the blob
+// stream to a holder whose access check had not answered waited for that
+// answer (the stream's lazy protocol negotiation), up to the holder's
+// 10-s timeout. A fetch from a holder that never answers in time now ends
+// with its context.
+func TestFetchEndsWithItsContext(t *testing.T) {
+	n := newTestNet(t)
+	cl := n.client()
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	h, err := cl.Store.Put(in.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	cl.Host.SetAuthorize(func(context.Context, peer.ID, types.Hash) error {
+		<-release // a chain query that hangs past the host's 10-s access check
+		return nil
+	})
+	lj := n.job(24)
+	lj.Model, lj.ModelSize = types.Hash{1}, 1
+	posted := n.postWithheld(cl, lj, h, in.Prompt)
+	j, err := n.c.Job(n.ctx, posted.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, pstore := n.host("prov1", n.keys["prov1"])
+	time.Sleep(2 * time.Second) // its DHT's first walk, which meets every peer here, is over
+	// Whether the negotiation is still open when the context ends varies
+	// from one stream to the next (about one fetch in four waited here
+	// before the change): several fetches.
+	for i := range 6 {
+		ctx, cancel := context.WithTimeout(n.ctx, time.Second)
+		t0 := time.Now()
+		err = fetchFromPartiesMax(ctx, ph, n.c, pstore, j, h, maxLLMInputBlob)
+		cancel()
+		if took := time.Since(t0); err == nil || took > 3*time.Second {
+			t.Fatalf("fetch %d with a 1-s context returned after %v (%v): want it to end with its context", i, took.Round(time.Millisecond), err)
+		}
+	}
+}

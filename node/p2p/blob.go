@@ -397,6 +397,10 @@ func (h *Host) storeError(q request, err error) (status byte, msg string, payloa
 type blobClient struct {
 	peer peer.ID
 	s    network.Stream
+	// abandoned: a request on s failed (its context ended, the holder
+	// did not answer): the stream's protocol negotiation may never have
+	// finished (see close).
+	abandoned bool
 }
 
 func (h *Host) dialBlob(ctx context.Context, p peer.ID) (*blobClient, error) {
@@ -432,10 +436,12 @@ func (c *blobClient) do(ctx context.Context, q request, maxPayload int) ([]byte,
 	stop := context.AfterFunc(ctx, func() { c.s.Reset() })
 	defer stop()
 	if err := writeFrame(c.s, q.encode()); err != nil {
+		c.abandoned = true
 		return nil, c.fail(ctx, err)
 	}
 	b, err := readResponse(c.s, maxPayload)
 	if err != nil {
+		c.abandoned = true
 		return nil, c.fail(ctx, err)
 	}
 	return b, nil
@@ -448,7 +454,19 @@ func (c *blobClient) fail(ctx context.Context, err error) error {
 	return fmt.Errorf("peer %s: %w", c.peer, err)
 }
 
-func (c *blobClient) close() { c.s.Close() }
+// close closes the stream. One whose request failed is closed in the
+// background: closing a stream whose lazy protocol negotiation has not
+// finished waits for the holder's answer, even after a reset (the soak's
+// job 262: a provider's fetch outlived its report deadline by the
+// holder's 10-s access check, and the report came after the commit
+// deadline).
+func (c *blobClient) close() {
+	if c.abandoned {
+		go c.s.Close()
+		return
+	}
+	c.s.Close()
+}
 
 // fetchManifest asks p for the manifest of hash and validates it.
 func (h *Host) fetchManifest(ctx context.Context, p peer.ID, hash types.Hash) (*blobstore.Manifest, error) {
