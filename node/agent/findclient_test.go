@@ -11,6 +11,7 @@ import (
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/node/p2p"
+	"github.com/ogpu-network/ogpu/runtime/blobstore"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -28,22 +29,7 @@ func TestProviderFindsClientThatDidNotDial(t *testing.T) {
 	// What the client serves to whom is Access's business (tested
 	// elsewhere); here the client serves its input to any peer that asks.
 	cl.Host.SetAuthorize(nil)
-	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
-	h, err := cl.Store.Put(in.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lj := n.job(24)
-	lj.Model, lj.ModelSize = types.Hash{1}, 1
-	posted := n.postWithheld(cl, lj, h, in.Prompt)
-	j, err := n.c.Job(n.ctx, posted.Job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A provider on the same network (it bootstrapped through the
-	// validator) that the client never dialed.
-	ph, pstore := n.host("prov1", n.keys["prov1"])
-	time.Sleep(2 * time.Second) // its DHT's first walk, which meets every peer here, is over
+	h, j, ph, pstore := heldInputJob(n, cl)
 	// Neither knows the other's address (a client process that never
 	// dialed this provider), so nothing but a lookup brings them together.
 	ph.Host().Peerstore().ClearAddrs(cl.Host.ID())
@@ -177,36 +163,46 @@ func TestInputFromCoProviderWhileClientStalls(t *testing.T) {
 func TestFetchEndsWithItsContext(t *testing.T) {
 	n := newTestNet(t)
 	cl := n.client()
-	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
-	h, err := cl.Store.Put(in.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
 	defer close(release)
 	cl.Host.SetAuthorize(func(context.Context, peer.ID, types.Hash) error {
 		<-release // a chain query that hangs past the host's 10-s access check
 		return nil
 	})
-	lj := n.job(24)
-	lj.Model, lj.ModelSize = types.Hash{1}, 1
-	posted := n.postWithheld(cl, lj, h, in.Prompt)
-	j, err := n.c.Job(n.ctx, posted.Job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ph, pstore := n.host("prov1", n.keys["prov1"])
-	time.Sleep(2 * time.Second) // its DHT's first walk, which meets every peer here, is over
+	h, j, ph, pstore := heldInputJob(n, cl)
 	// Whether the negotiation is still open when the context ends varies
 	// from one stream to the next (about one fetch in four waited here
 	// before the change): several fetches.
 	for i := range 6 {
 		ctx, cancel := context.WithTimeout(n.ctx, time.Second)
 		t0 := time.Now()
-		err = fetchFromPartiesMax(ctx, ph, n.c, pstore, j, h, maxLLMInputBlob)
+		err := fetchFromPartiesMax(ctx, ph, n.c, pstore, j, h, maxLLMInputBlob)
 		cancel()
 		if took := time.Since(t0); err == nil || took > 3*time.Second {
 			t.Fatalf("fetch %d with a 1-s context returned after %v (%v): want it to end with its context", i, took.Round(time.Millisecond), err)
 		}
 	}
+}
+
+// heldInputJob posts an inference job whose prompt client cl holds (its
+// model a placeholder: nobody runs it), and starts a provider host, prov1,
+// on the same network (bootstrapped through the validator; the client never
+// dialed it), once its DHT's first walk is over.
+func heldInputJob(n *testNet, cl *Client) (types.Hash, *chain.JobView, *p2p.Host, *blobstore.Store) {
+	n.t.Helper()
+	in := &LLMInput{Version: 1, Prompt: "Once upon a time"}
+	h, err := cl.Store.Put(in.Encode())
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	lj := n.job(24)
+	lj.Model, lj.ModelSize = types.Hash{1}, 1
+	posted := n.postWithheld(cl, lj, h, in.Prompt)
+	j, err := n.c.Job(n.ctx, posted.Job)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	ph, pstore := n.host("prov1", n.keys["prov1"])
+	time.Sleep(2 * time.Second) // its DHT's first walk, which meets every peer here, is over
+	return h, j, ph, pstore
 }
