@@ -459,7 +459,11 @@ func (c *blobClient) fail(ctx context.Context, err error) error {
 // finished waits for the holder's answer, even after a reset (the soak's
 // job 262: a provider's fetch outlived its report deadline by the
 // holder's 10-s access check, and the report came after the commit
-// deadline).
+// deadline). A background close ends within libp2p's negotiation
+// timeout (basichost.DefaultNegotiationTimeout, 10 s: the host's stream
+// wrapper sets that read deadline before it waits), so a holder that
+// never answers costs one goroutine for at most that long per failed
+// request.
 func (c *blobClient) close() {
 	if c.abandoned {
 		go c.s.Close()
