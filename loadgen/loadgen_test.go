@@ -264,25 +264,61 @@ func TestKeysAreStable(t *testing.T) {
 	}
 }
 
-// TestTaintedProvidersBidNoMore: a job whose cancel did not land will award
-// its revealed bidders, who then miss the commit deadline (slashed, jailed):
-// the run stops bidding with exactly those, and once every provider is
-// tainted a new job gets no bids (and is cancelled at once) instead of bids
-// that a jailed provider would have refused.
-func TestTaintedProvidersBidNoMore(t *testing.T) {
-	r := &run{provs: make([]*account, 3), tainted: map[int]bool{}}
-	j := &job{bids: []bid{{provider: 0, revealed: true}, {provider: 1}, {provider: 2, revealed: true}}}
+// TestTaintedProvidersBidUntilTheirNoShow: a job whose cancel did not land
+// awards its revealed bidders, who then miss its commit deadline (slashed,
+// jailed). The run bids with exactly those only while a job it bids on
+// closes before that deadline (a jailed provider's bids are refused), and
+// once none is left a new job gets no bids instead of bids a jailed
+// provider would have refused. Before, a tainted provider was never used
+// again, and runs of minutes ran out of providers long before any was
+// jailed (docs/benchmarks.md, 4-validator loopback net).
+func TestTaintedProvidersBidUntilTheirNoShow(t *testing.T) {
+	cfg := &Config{BidBlocks: 5, RevealBlocks: 10}
+	r := &run{cfg: cfg, provs: make([]*account, 3), tainted: map[int]uint64{}, height: 100}
+	j := &job{bidEnd: 105, bids: []bid{{provider: 0, revealed: true}, {provider: 1}, {provider: 2, revealed: true}}}
 	r.taint(j)
-	if !r.tainted[0] || r.tainted[1] || !r.tainted[2] || r.st.tainted != 2 {
+	last := r.tainted[0]
+	if len(r.tainted) != 2 || r.tainted[2] != last || r.st.tainted != 2 {
 		t.Fatalf("tainted %v (%d), want providers 0 and 2", r.tainted, r.st.tainted)
 	}
-	for range 5 {
-		if p, ok := r.nextBidder(); !ok || p != 1 {
-			t.Fatalf("next bidder %d, %v; want 1, the only one not tainted", p, ok)
+	// The earliest jail is the commit deadline of an award in the block
+	// after the bid window; a job bid on at the last height closes by its
+	// bid and reveal windows (plus the close's block).
+	if deadline := j.bidEnd + 1 + jobExecute; last+cfg.BidBlocks+cfg.RevealBlocks+1 >= deadline || last <= uint64(r.height) {
+		t.Fatalf("tainted providers bid until height %d: a job bid on then closes by %d, their no-show is at %d", last, last+cfg.BidBlocks+cfg.RevealBlocks+1, deadline)
+	}
+	bidders := func() []int {
+		var got []int
+		for range 3 {
+			if p, ok := r.nextBidder(); ok {
+				got = append(got, p)
+			}
+		}
+		return got
+	}
+	if got := bidders(); len(got) != 3 {
+		t.Fatalf("bidders before the tainted providers' last height: %v, want all three", got)
+	}
+	r.height = int64(last)
+	for range 3 {
+		if got := bidders(); len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 1 {
+			t.Fatalf("bidders at height %d: %v; want 1 only, the one not tainted", r.height, got)
 		}
 	}
-	r.taint(&job{bids: []bid{{provider: 1, revealed: true}, {provider: 0, revealed: true}}})
-	if _, ok := r.nextBidder(); ok || r.st.tainted != 3 {
-		t.Fatalf("a bidder was found among 3 tainted providers (%d counted)", r.st.tainted)
+	if rep := r.report(0); rep.Tainted != 2 || rep.Retired != 2 {
+		t.Fatalf("report: %d tainted, %d retired; want 2 and 2", rep.Tainted, rep.Retired)
+	}
+	// A later job keeps the earlier, sooner deadline of provider 0 and
+	// taints provider 1 from its own.
+	r.taint(&job{bidEnd: 200, bids: []bid{{provider: 1, revealed: true}, {provider: 0, revealed: true}}})
+	if r.tainted[0] != last || r.tainted[1] <= last || r.st.tainted != 3 {
+		t.Fatalf("after a second late job: %v (%d counted)", r.tainted, r.st.tainted)
+	}
+	if got := bidders(); len(got) != 3 || got[0] != 1 {
+		t.Fatalf("bidders at height %d: %v; want 1 only", r.height, got)
+	}
+	r.height = int64(r.tainted[1])
+	if _, ok := r.nextBidder(); ok {
+		t.Fatalf("a bidder was found among 3 providers past their last bid height")
 	}
 }

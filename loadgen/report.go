@@ -80,10 +80,11 @@ type Report struct {
 	MaxMempool                      int
 	JobsPosted, JobsCancelled       int
 	JobsLate, JobsOpen              int
-	// Tainted counts providers the run stopped bidding with: a job they
-	// revealed on was not cancelled, so it awards them a task they will
-	// miss (slashed and jailed some 390 blocks later).
-	Tainted int
+	// Tainted counts providers that a job not cancelled awards a task
+	// they will miss (slashed and jailed some 390 blocks after the
+	// award). The run bids with each until its jobs could outlast that;
+	// Retired counts those it no longer bids with at the end.
+	Tainted, Retired int
 	// Skipped counts commits and reveals not sent because their job had
 	// ended (cancelled early, or too late to cancel).
 	Skipped int
@@ -141,6 +142,11 @@ func (r *run) report(elapsed time.Duration) *Report {
 		JobsPosted: s.jobsPosted, JobsCancelled: s.jobsCancelled, JobsLate: s.jobsLate, JobsOpen: s.jobsOpen, Tainted: s.tainted, Skipped: s.skipped,
 		Errors: s.errors,
 	}
+	for _, last := range r.tainted {
+		if uint64(r.height) >= last {
+			rep.Retired++
+		}
+	}
 	if s.endByCount {
 		rep.EndHeight = s.startHeight
 		for h := range s.perHeight {
@@ -196,8 +202,8 @@ func (rep *Report) Write(w io.Writer) {
 		fmtDur(rep.BlockMin), fmtDur(rep.BlockMedian), fmtDur(rep.BlockP99), fmtDur(rep.BlockMax), rep.Blocks, rep.MaxBlockTxs)
 	fmt.Fprintf(w, "  mempool at most %d txs (sampled each second)\n", rep.MaxMempool)
 	if rep.Mode == ModeMarket {
-		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d not cancelled in time, %d still open; %d providers no longer bid (a job of theirs will award them); %d commits and reveals of ended jobs not sent\n",
-			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen, rep.Tainted, rep.Skipped)
+		fmt.Fprintf(w, "  jobs: %d posted, %d cancelled after their reveals, %d not cancelled in time, %d still open; %d providers tainted (a job of theirs will award them), %d of them no longer bid; %d commits and reveals of ended jobs not sent\n",
+			rep.JobsPosted, rep.JobsCancelled, rep.JobsLate, rep.JobsOpen, rep.Tainted, rep.Retired, rep.Skipped)
 	}
 	if rep.Foreign > 0 {
 		fmt.Fprintf(w, "  %d transactions of other senders in those blocks\n", rep.Foreign)

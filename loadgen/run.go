@@ -35,8 +35,9 @@ const (
 // fell behind), the job closes and awards its revealed bidders, who then
 // miss the commit deadline: the long execute window puts that no-show
 // (slash and jail) about 390 blocks after the close, past a run of
-// minutes at 1 s blocks, and the run bids with those providers no more
-// (tainted). Default market params: bid + reveal + 2 × (390 + 10) + 100
+// minutes at 1 s blocks. Such a provider is tainted: the run bids with it
+// only while every job it bids on closes before that no-show can jail it
+// (lastBid), then no more. Default market params: bid + reveal + 2 × (390 + 10) + 100
 // dispute blocks must be at most max_job_blocks (1,000).
 var jobMaxPrice = uint256.NewInt(1_000_000_000_000)
 
@@ -48,6 +49,9 @@ const (
 	// lostAfter: an accepted transaction not in a block this many blocks
 	// later is counted as dropped from the mempool.
 	lostAfter = 30
+	// taintMargin: blocks kept between a tainted provider's last bid's
+	// job closing and the earliest height its no-show can jail it.
+	taintMargin = 20
 )
 
 // intent is one transaction to send from one account.
@@ -120,8 +124,8 @@ type run struct {
 	nextClient int
 	nextProv   int
 	nextJob    uint64
-	tainted    map[int]bool // providers a job that was not cancelled will award
-	height     int64        // last block read
+	tainted    map[int]uint64 // provider → the last height the run bids with it (a job that was not cancelled awards it)
+	height     int64          // last block read
 	st         stats
 }
 
@@ -149,7 +153,7 @@ func Run(ctx context.Context, cfg *Config, accts Accounts) (*Report, error) {
 	r := &run{
 		cfg: cfg, watch: watch,
 		tokens:  make(chan struct{}, max(1, cfg.Rate/20)),
-		pending: map[string]sentTx{}, early: map[string]earlyTx{}, jobs: map[*job]struct{}{}, tainted: map[int]bool{},
+		pending: map[string]sentTx{}, early: map[string]earlyTx{}, jobs: map[*job]struct{}{}, tainted: map[int]uint64{},
 	}
 	r.seedSalt = sha256.Sum256([]byte("ogpu-loadgen/salt/" + cfg.Seed + time.Now().String()))
 	n := 0
@@ -489,9 +493,8 @@ func (r *run) resolve(in *intent, ok bool, ev *market.EventJobPosted) {
 	if j.phase == phaseDone {
 		// A reveal that lands after its job ended: if the job was not
 		// cancelled, its close awards this bidder too.
-		if in.kind == KindReveal && ok && j.notCancelled && !r.tainted[j.bids[in.bid].provider] {
-			r.tainted[j.bids[in.bid].provider] = true
-			r.st.tainted++
+		if in.kind == KindReveal && ok && j.notCancelled {
+			r.taintBidder(j, j.bids[in.bid].provider)
 		}
 		return
 	}
@@ -546,28 +549,47 @@ func (r *run) notCancelled(j *job) {
 	r.taint(j)
 }
 
-// nextBidder picks the next provider not tainted, round robin.
+// nextBidder picks the next provider the run still bids with, round
+// robin: one not tainted, or tainted but before its last bid height.
 // Called with mu held.
 func (r *run) nextBidder() (int, bool) {
 	for range r.provs {
 		p := r.nextProv
 		r.nextProv = (r.nextProv + 1) % len(r.provs)
-		if !r.tainted[p] {
+		if last, ok := r.tainted[p]; !ok || uint64(r.height) < last {
 			return p, true
 		}
 	}
 	return 0, false
 }
 
-// taint marks the revealed bidders of a job that will close with an award:
-// the run stops bidding with them. Called with mu held.
+// taint marks the revealed bidders of a job that will close with an award.
+// Called with mu held.
 func (r *run) taint(j *job) {
 	for _, b := range j.bids {
-		if b.revealed && !r.tainted[b.provider] {
-			r.tainted[b.provider] = true
-			r.st.tainted++
+		if b.revealed {
+			r.taintBidder(j, b.provider)
 		}
 	}
+}
+
+// taintBidder records that j will award provider p a task it will miss:
+// slashed and jailed at j's commit deadline, jobExecute blocks after the
+// award, which comes after j's bid window at the earliest. A job the run
+// bids on with p from height h closes by h + bid + reveal blocks, so the
+// run bids with p while h is before that deadline less those windows and
+// taintMargin: every such job closes before p is jailed, and none of its
+// bids is refused as ineligible. Called with mu held.
+func (r *run) taintBidder(j *job, p int) {
+	last := j.bidEnd + 1 + jobExecute - r.cfg.BidBlocks - r.cfg.RevealBlocks - taintMargin
+	if prev, ok := r.tainted[p]; ok {
+		if prev <= last {
+			return
+		}
+	} else {
+		r.st.tainted++
+	}
+	r.tainted[p] = last
 }
 
 // cancelMargin: the cancel is sent once every reveal is in, or when the
