@@ -296,7 +296,7 @@ func TestTaintedProvidersBidUntilTheirNoShow(t *testing.T) {
 		}
 		return got
 	}
-	if got := bidders(); len(got) != 3 {
+	if got := bidders(); len(got) != 3 || got[0]+got[1]+got[2] != 3 || got[0] == got[1] || got[1] == got[2] || got[0] == got[2] {
 		t.Fatalf("bidders before the tainted providers' last height: %v, want all three", got)
 	}
 	r.height = int64(last)
