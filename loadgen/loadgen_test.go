@@ -11,9 +11,11 @@ import (
 
 	"github.com/cometbft/cometbft/libs/log"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/holiman/uint256"
 
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/genesis"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -320,5 +322,137 @@ func TestTaintedProvidersBidUntilTheirNoShow(t *testing.T) {
 	r.height = int64(r.tainted[1])
 	if _, ok := r.nextBidder(); ok {
 		t.Fatalf("a bidder was found among 3 providers past their last bid height")
+	}
+}
+
+// TestTaintedProviderBidsBeforeItsJail checks the taint rule's premises on a
+// real node: a load job that is not cancelled awards its revealed bidders,
+// the chain jails them at the task's commit deadline, and a job the run
+// bids on with such a provider at the last height it still may (one block
+// before taintBidder's limit) closes and awards it before that jail. Should
+// the chain jail sooner, or the award come later than taintBidder assumes,
+// the run would send bids the chain refuses, and this test fails.
+func TestTaintedProviderBidsBeforeItsJail(t *testing.T) {
+	addr, c := startNode(t, 50*time.Millisecond)
+	cfg := &Config{
+		Endpoints: []string{addr}, Rate: 10, Duration: time.Minute, MaxTxs: 100, Drain: 10 * time.Second,
+		Clients: 1, Providers: 3, Bidders: 2, BidBlocks: 4, RevealBlocks: 6, Seed: "taint",
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	accts := AccountsFor(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := Setup(ctx, c, accts, faucetKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	client := node.NewSender(c, accts.Clients[0])
+	provs := make([]*node.Sender, len(accts.Providers))
+	for i, k := range accts.Providers {
+		provs[i] = node.NewSender(c, k)
+	}
+	send := func(s *node.Sender, what string, m types.RawMsg) {
+		t.Helper()
+		if _, err := s.Send(ctx, m); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// auction posts load job n, has providers ps bid on it and reveal,
+	// and returns the job once it closed (every bid revealed: at once).
+	auction := func(n byte, ps ...int) *chain.JobView {
+		t.Helper()
+		send(client, "post", loadJob(cfg, types.Hash{n}, types.Hash{n, 1}).Raw())
+		jobs, err := c.Jobs(ctx, "/client/"+client.Address().Hex())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := jobs[0].ID
+		for _, j := range jobs {
+			id = max(id, j.ID)
+		}
+		price := func(p int) *uint256.Int { return new(uint256.Int).SubUint64(jobMaxPrice, uint64(p)) }
+		for _, p := range ps {
+			commit := &market.MsgCommitBid{Job: id, Commitment: market.BidCommitment(id, 0, price(p), types.Hash{n, byte(p)}, provs[p].Address())}
+			send(provs[p], "commit", commit.Raw())
+		}
+		j, err := c.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitHeight(ctx, int64(j.BidEnd)+1); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			send(provs[p], "reveal", (&market.MsgRevealBid{Job: id, Price: price(p), Salt: types.Hash{n, byte(p)}}).Raw())
+		}
+		for {
+			if j, err = c.Job(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if j.State != market.JobBidding && j.State != market.JobRevealing {
+				return j
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	awarded := func(j *chain.JobView, p int) bool {
+		for _, sl := range j.Tasks[0].Slots {
+			if sl.Provider == provs[p].Address() {
+				return true
+			}
+		}
+		return false
+	}
+
+	j1 := auction(1, 0, 1)
+	if j1.StateName != "running" || !awarded(j1, 0) || !awarded(j1, 1) {
+		t.Fatalf("job %d %s, slots %+v: want providers 0 and 1 awarded", j1.ID, j1.StateName, j1.Tasks)
+	}
+	jail := j1.Tasks[0].CommitDeadline
+	r := &run{cfg: cfg, provs: make([]*account, 3), tainted: map[int]uint64{}}
+	r.taint(&job{bidEnd: j1.BidEnd, bids: []bid{{provider: 0, revealed: true}, {provider: 1, revealed: true}}})
+	last := r.tainted[0]
+
+	// One block before the limit, the run still bids with provider 0.
+	r.height = int64(last) - 1
+	found := false
+	for range 3 {
+		if p, ok := r.nextBidder(); ok && p == 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("at height %d (limit %d) the run no longer bids with provider 0", r.height, last)
+	}
+	// The chain's part: a job posted once that height is committed (a
+	// block or two later here; taintMargin covers that) awards provider
+	// 0 before its jail.
+	if err := c.WaitHeight(ctx, int64(last)-1); err != nil {
+		t.Fatal(err)
+	}
+	j2 := auction(2, 0, 2)
+	award2 := j2.Tasks[0].CommitDeadline - jobExecute
+	if !awarded(j2, 0) || award2 >= jail {
+		t.Fatalf("job %d (posted at %d, bid limit %d) awarded at %d (slots %+v); provider 0 is jailed at %d", j2.ID, j2.Posted, last, award2, j2.Tasks[0].Slots, jail)
+	}
+
+	// The premise: the chain jails provider 0 at job 1's commit deadline,
+	// and from then on the run bids with it no more.
+	if err := c.WaitHeight(ctx, int64(jail)+2); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := c.Provider(ctx, provs[0].Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pv.Jailed {
+		t.Fatalf("provider 0 not jailed at height %d, past job %d's commit deadline %d", jail+2, j1.ID, jail)
+	}
+	r.height = int64(jail) + 2
+	for range 3 {
+		if p, ok := r.nextBidder(); ok && p == 0 {
+			t.Fatalf("the run bids with provider 0 after its jail")
+		}
 	}
 }

@@ -37,7 +37,7 @@ const (
 // (slash and jail) about 390 blocks after the close, past a run of
 // minutes at 1 s blocks. Such a provider is tainted: the run bids with it
 // only while every job it bids on closes before that no-show can jail it
-// (lastBid), then no more. Default market params: bid + reveal + 2 × (390 + 10) + 100
+// (taintBidder), then no more. Default market params: bid + reveal + 2 × (390 + 10) + 100
 // dispute blocks must be at most max_job_blocks (1,000).
 var jobMaxPrice = uint256.NewInt(1_000_000_000_000)
 
@@ -304,15 +304,19 @@ func (r *run) startOne() {
 	j := &job{client: c, reserve: 2 + 2*r.cfg.Bidders}
 	r.jobs[j] = struct{}{}
 	r.reserved += j.reserve
-	seal := r.salt("seal", r.nextJob, 0)
-	post := &market.MsgPostJob{
+	post := loadJob(r.cfg, r.salt("input", r.nextJob, 0), r.salt("seal", r.nextJob, 0))
+	r.enqueue(r.clients[c], &intent{kind: KindPost, msgs: []types.RawMsg{post.Raw()}, job: j})
+}
+
+// loadJob is the post of one load job (see jobMaxPrice).
+func loadJob(cfg *Config, input, seal types.Hash) *market.MsgPostJob {
+	return &market.MsgPostJob{
 		Kind: market.KindInference, Mode: market.ModeAuction, Model: Model, Stages: 1, Redundancy: 2,
 		MaxPrice: jobMaxPrice, Req: market.Requirements{MinStake: new(uint256.Int)},
-		Input:   r.salt("input", r.nextJob, 0),
-		Windows: market.Windows{Bid: r.cfg.BidBlocks, Reveal: r.cfg.RevealBlocks, Execute: jobExecute, Verify: jobVerify},
+		Input:   input,
+		Windows: market.Windows{Bid: cfg.BidBlocks, Reveal: cfg.RevealBlocks, Execute: jobExecute, Verify: jobVerify},
 		Seal:    seal,
 	}
-	r.enqueue(r.clients[c], &intent{kind: KindPost, msgs: []types.RawMsg{post.Raw()}, job: j})
 }
 
 // salt derives a per-run secret for (what, job, i).
