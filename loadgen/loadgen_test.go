@@ -54,6 +54,22 @@ func startNode(t *testing.T, blockTime time.Duration) (string, *node.Client) {
 	return conf.RPC.ListenAddress, c
 }
 
+// readyAccounts validates cfg and returns its accounts, funded and
+// registered from the faucet.
+func readyAccounts(t *testing.T, c *node.Client, cfg *Config) Accounts {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	accts := AccountsFor(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := Setup(ctx, c, accts, faucetKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	return accts
+}
+
 func faucetKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
 	seed := sha256.Sum256([]byte("ogpu-loadgen-test-faucet"))
@@ -177,15 +193,9 @@ func TestMarketLoadCountsAddUp(t *testing.T) {
 func TestTransferLoadStopsAtMaxTxs(t *testing.T) {
 	addr, c := startNode(t, 100*time.Millisecond)
 	cfg := &Config{Endpoints: []string{"http://" + strings.TrimPrefix(addr, "tcp://")}, Mode: ModeTransfer, Rate: 200, Duration: time.Minute, MaxTxs: 57, Clients: 4, Seed: "t"}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	accts := AccountsFor(cfg)
+	accts := readyAccounts(t, c, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := Setup(ctx, c, accts, faucetKey(t)); err != nil {
-		t.Fatal(err)
-	}
 	before := nonces(t, c, accts)
 	rep, err := Run(ctx, cfg, accts)
 	if err != nil {
@@ -338,15 +348,9 @@ func TestTaintedProviderBidsBeforeItsJail(t *testing.T) {
 		Endpoints: []string{addr}, Rate: 10, Duration: time.Minute, MaxTxs: 100, Drain: 10 * time.Second,
 		Clients: 1, Providers: 3, Bidders: 2, BidBlocks: 4, RevealBlocks: 6, Seed: "taint",
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	accts := AccountsFor(cfg)
+	accts := readyAccounts(t, c, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := Setup(ctx, c, accts, faucetKey(t)); err != nil {
-		t.Fatal(err)
-	}
 	client := node.NewSender(c, accts.Clients[0])
 	provs := make([]*node.Sender, len(accts.Providers))
 	for i, k := range accts.Providers {
