@@ -46,7 +46,13 @@ import (
 // Also 7 (issue 17, merged under the same version): a final job is pruned
 // params.market.retain_blocks after its end (market prune.go; the prune
 // queue under 0x2b).
-const AppVersion uint64 = 7
+//
+// 8 (issue 30): a stage with fewer than r agreeing results is never paid
+// as verified: the client's short-stage policy (market.Job.Short) audits
+// it by a validator vote ("audited") or refunds it ("unverified"); an
+// auction stage with no more eligible bidders than slots clears at its
+// highest winning bid, not the cap (market short.go, leaders.go).
+const AppVersion uint64 = 8
 
 // Version is the software version.
 const Version = "0.1.0"

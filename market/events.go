@@ -250,6 +250,37 @@ type EventDisputeOpened struct {
 
 func (EventDisputeOpened) EventType() string { return "dispute_opened" }
 
+// EventStageShort: at the close, stage Stage of job Job has Providers
+// eligible winners, fewer than its Redundancy. Policy is what the client
+// chose when posting (short.go): "audit" (the stage runs and its result
+// is audited by the validators before it is paid) or "refund" (the stage
+// is not awarded, its escrow goes back).
+type EventStageShort struct {
+	Job        uint64 `event:"job,index"`
+	Stage      uint16 `event:"stage"`
+	Providers  uint16 `event:"providers"`
+	Redundancy uint16 `event:"redundancy"`
+	Policy     string `event:"policy"`
+}
+
+func (EventStageShort) EventType() string { return "stage_short" }
+
+// EventAuditOpened: the validators are asked to re-execute stage Stage of
+// job Job and vote on Result before it is paid (short.go). Reason is why
+// (verifier.AuditShort: Agreeing live slots revealed it, fewer than
+// Redundancy). The vote itself is announced by the EventDisputeOpened of
+// the same transaction.
+type EventAuditOpened struct {
+	Job        uint64     `event:"job,index"`
+	Stage      uint16     `event:"stage"`
+	Reason     string     `event:"reason"`
+	Result     types.Hash `event:"result"`
+	Agreeing   uint16     `event:"agreeing"`
+	Redundancy uint16     `event:"redundancy"`
+}
+
+func (EventAuditOpened) EventType() string { return "audit_opened" }
+
 type EventDisputeVoted struct {
 	Job       uint64        `event:"job,index"`
 	Stage     uint16        `event:"stage"`

@@ -303,6 +303,11 @@ func (k *Keeper) openGames(j *Job, stage uint16, t *verifier.Task, results []typ
 			finals = append(finals, c.Final)
 		}
 	}
+	if len(finals) == 1 && len(revealed) < int(j.Redundancy) {
+		// Fewer than r trainers reached the one final (short.go).
+		k.settle(j, stage, t, OutcomeUnverified, types.Hash{})
+		return
+	}
 	if len(finals) == 1 {
 		k.settleGames(j, stage, t, revealed, "agreed_final")
 		return

@@ -92,17 +92,17 @@ func finetuneNet(t *testing.T) *testNet {
 }
 
 // awardFinetune posts a fine-tune job of steps steps and awards it to
-// provs, each bidding 2 oGPU (the clearing price is the cap, 5 oGPU, with
-// no losing bid).
+// provs, each bidding 5 oGPU, the cap (with no losing bid the clearing
+// price is the highest winning bid: 5 oGPU).
 func (n *testNet) awardFinetune(steps uint64, provs ...types.Address) uint64 {
 	n.tb.Helper()
 	id := n.post(client, finetuneJob(uint16(len(provs)), steps, honestRun(steps)[0]))
 	for _, p := range provs {
-		n.bid(p, id, 0, types.OGPU(2))
+		n.bid(p, id, 0, types.OGPU(5))
 	}
 	n.advanceTo(n.job(id).BidEnd + 1)
 	for _, p := range provs {
-		n.revealBid(p, id, 0, types.OGPU(2))
+		n.revealBid(p, id, 0, types.OGPU(5))
 	}
 	n.advanceTo(n.job(id).RevealEnd + 1)
 	if s := n.job(id).State; s != JobRunning {

@@ -332,6 +332,10 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		Input: m.Input, Windows: m.Windows, Seal: m.Seal, MaxTokens: m.MaxTokens, PromptTokens: m.PromptTokens, Slices: m.Slices, Session: m.Session, Finetune: m.Finetune,
 		Posted: k.ctx.Height, Bids: make([]uint32, m.Stages), Prices: make([]*uint256.Int, m.Stages),
 		Paid: new(uint256.Int), Refunded: new(uint256.Int), Compensated: new(uint256.Int), FeeSpent: new(uint256.Int),
+		Short: m.Short,
+	}
+	if j.Short == "" {
+		j.Short = ShortDefault(j.Kind)
 	}
 	for i := range j.Prices {
 		j.Prices[i] = new(uint256.Int)
@@ -863,6 +867,8 @@ func (k *Keeper) close(j *Job) {
 	} else {
 		awards, filled, awarded = k.closePool(j)
 	}
+	// A stage with fewer than r winners: the client's short-stage policy.
+	awarded = k.shortAtClose(j, awards, filled)
 	// A pipeline's stages feed one another: one without a winner leaves the
 	// others nothing to compute on (or nobody to pass their output to).
 	pipelineGap, splitShort := -1, -1
@@ -929,7 +935,7 @@ func (k *Keeper) closeAuction(j *Job) (awards []stageAward, awarded int) {
 			k.esc.BurnLocked(j.ID, d.Deposit)
 			k.emit(EventBidForfeited{Job: j.ID, Stage: s, Provider: d.Provider, Deposit: d.Deposit, Reason: d.reason})
 		}
-		a := stageAward{winners: w, backups: b, price: stagePrice(j, b, l)}
+		a := stageAward{winners: w, backups: b, price: stagePrice(j, w, b, l)}
 		if l.Evicted > 0 {
 			a.evictedMin = l.EvictedMin
 		}

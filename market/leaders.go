@@ -159,14 +159,20 @@ type droppedBid struct {
 // stagePrice is the uniform clearing price of an auction stage: the price
 // of its best backup (the (r+1)-th best eligible bid); without one, the
 // lowest price pushed out of the leaders list, which every evicted bid's
-// provider accepted and which is at least every leader's; without that,
-// the job's cap.
-func stagePrice(j *Job, backups []ranked, l *Leaders) *uint256.Int {
+// provider accepted and which is at least every leader's; without that
+// either (no more eligible bidders than slots), the highest winning bid
+// (AppVersion 8, review 2's M-M2: it was the client's cap, so a provider
+// alone on a job was paid the cap whatever it bid). Every winner is paid
+// at least its own bid; docs/design-notes.md, "The price when bidders are
+// no more than slots", argues the incentive.
+func stagePrice(j *Job, winners, backups []ranked, l *Leaders) *uint256.Int {
 	switch {
 	case len(backups) > 0:
 		return backups[0].price.Clone()
 	case l != nil && l.Evicted > 0:
 		return l.EvictedMin.Clone()
+	case len(winners) > 0:
+		return winners[len(winners)-1].price.Clone()
 	}
 	return j.MaxPrice.Clone()
 }

@@ -504,7 +504,8 @@ func TestRevealMismatchAndCap(t *testing.T) {
 		t.Fatalf("prov1's bid after its reveal: %+v", b)
 	}
 	// At the close prov2's bid is unrevealed: its deposit is burned; prov1
-	// is the only winner and, with no (r+1)-th bid, is paid the cap.
+	// is the only winner and, with no (r+1)-th bid, is paid its own bid
+	// (the highest winning bid, not the cap: M-M2).
 	burned := n.esc().Burned()
 	p2 := n.balance(prov2)
 	n.advanceTo(7)
@@ -514,8 +515,8 @@ func TestRevealMismatchAndCap(t *testing.T) {
 	if got := n.balance(prov2); !got.Eq(p2) {
 		t.Errorf("prov2's balance moved from %s to %s: its deposit must not come back", p2.Dec(), got.Dec())
 	}
-	if j := n.job(id); !j.Prices[0].Eq(types.OGPU(3)) {
-		t.Errorf("clearing price %s, want the cap", j.Prices[0].Dec())
+	if j := n.job(id); !j.Prices[0].Eq(types.OGPU(1)) {
+		t.Errorf("clearing price %s, want prov1's bid, 1 oGPU", j.Prices[0].Dec())
 	}
 	if tk := n.task(id, 0); len(tk.Slots) != 1 || tk.Slots[0].Provider != prov1 {
 		t.Errorf("slots %+v, want prov1 alone", tk.Slots)

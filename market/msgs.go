@@ -162,6 +162,8 @@ type MsgPostJob struct {
 	Session *SessionTerms `rlp:"nil,optional"`
 	// Finetune: see Job.Finetune (fine-tune jobs only).
 	Finetune *FinetuneTerms `rlp:"nil,optional"`
+	// Short: see Job.Short. Empty takes the kind's default (ShortDefault).
+	Short string `rlp:"optional"`
 }
 
 // Raw encodes the message.
@@ -224,6 +226,9 @@ func DecodeMsgPostJob(data []byte) (*MsgPostJob, error) {
 		return nil, bad("prompt tokens applies to %s and %s jobs only", KindInference, KindSplit)
 	case len(m.Slices) != 0 && m.Kind != KindSplit:
 		return nil, bad("slices apply to %s jobs only", KindSplit)
+	}
+	if err := validateShort(m.Kind, m.Short); err != nil {
+		return nil, bad("%v", err)
 	}
 	if m.Kind == KindSplit {
 		if err := validateSplitPost(&m); err != nil {

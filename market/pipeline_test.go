@@ -456,8 +456,11 @@ func TestPipelineReassignLeavesRoomForLaterStages(t *testing.T) {
 	}
 	p.events = nil
 	p.revealResult(stay, id, 0, out[0])
-	p.endBlock()
-	p.endBlock() // the canary window
+	p.endBlock() // the reveal deadline: one result of r = 2, so it is audited (short.go)
+	if tk := p.task(id, 0); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditShort {
+		t.Fatalf("stage 0 with one result of two: %s (audit %q), want an audit vote", tk.Status, tk.Audit)
+	}
+	p.vote(id, 0, out[0], p.val)
 	opened := eventsOf[EventStageOpened](t, p.events)
 	if len(opened) != 1 || opened[0].Stage != 1 || opened[0].Input != out[0] {
 		t.Fatalf("opened %+v, want stage 1 on stage 0's result", opened)

@@ -375,9 +375,12 @@ func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
 		k.payVoters(j, stage, t, with, withPower, withTotal)
 	}
 	if t.Status == verifier.TaskDisputed {
-		if decided {
+		switch {
+		case decided && t.Audit != "" && agreeing(t, verdict) > 0:
+			k.settle(j, stage, t, OutcomeAudited, verdict) // short.go
+		case decided:
 			k.settle(j, stage, t, "verdict", verdict)
-		} else {
+		default:
 			k.settle(j, stage, t, "unresolved", types.Hash{})
 		}
 		return
@@ -470,6 +473,10 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 	case 0:
 		k.settle(j, stage, t, "no_results", types.Hash{})
 	case 1:
+		if agreeing(t, results[0]) < int(j.Redundancy) {
+			k.shortResult(j, stage, t, results[0]) // short.go
+			return
+		}
 		k.confirm(j, stage, t, results[0])
 	default:
 		if j.Kind == KindFinetune {
@@ -607,7 +614,8 @@ func liveSlots(t *verifier.Task) int {
 
 // settle closes a task on an outcome:
 //
-//   - "agreed" or "verdict": live revealed slots matching the result are
+//   - "agreed", "verdict" or "audited" (short.go): live revealed slots
+//     matching the result are
 //     paid the clearing price and gain reputation; those that differ are
 //     fraud (slashed, tombstoned); a canary claim the verdict rejects costs
 //     its validator fraud_slash_bps and a jail term;
@@ -615,15 +623,15 @@ func liveSlots(t *verifier.Task) int {
 //     what the job declares: every live slot is paid its price, the
 //     reservation the client wasted (for a pipeline stage after the first,
 //     whose input is not the client's, it is refunded instead);
-//   - "unresolved", "no_results" and "no_input": nobody is paid, every live
-//     slot is refunded.
+//   - "unresolved", "no_results", "no_input" and "unverified" (short.go):
+//     nobody is paid, every live slot is refunded.
 //
 // An agreed stage pays its share of the validator fee to the fee pool (a
 // voted one paid it to its voters). A pipeline then moves on (advance).
 func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, verdict types.Hash) {
 	price := j.Prices[stage]
 	paid, refund := new(uint256.Int), new(uint256.Int)
-	decided := outcome == "agreed" || outcome == "verdict"
+	decided := outcome == "agreed" || outcome == "verdict" || outcome == OutcomeAudited
 	reserve := outcome == "bad_input" && (j.Kind != KindPipeline || stage == 0)
 	for i := range t.Slots {
 		s := &t.Slots[i]
@@ -665,7 +673,10 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 	if outcome == "agreed" {
 		k.payStageFee(j, t)
 	}
-	if k.closeTask(j, stage, t, outcome, verdict, paid, refund, decided) {
+	// Verified: a decided result some provider delivered (a verdict that
+	// rejects every revealed result settles the stage, but the client
+	// has no result to use).
+	if k.closeTask(j, stage, t, outcome, verdict, paid, refund, decided && !paid.IsZero()) {
 		return
 	}
 	if j.Kind == KindPipeline {

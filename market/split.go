@@ -157,7 +157,8 @@ func DecodeMsgProveHandoff(data []byte) (*MsgProveHandoff, error) {
 // r best-ranked accounts that won no earlier stage (an account wins at
 // most one slot of a split job, P6); the backups are the rest of its
 // ranking less every winner; the clearing price is the first backup's bid
-// (the cap without one, or in pool mode).
+// (without one, as stagePrice: the lowest evicted bid, else the highest
+// winning bid; in pool mode the cap).
 func splitSelect(j *Job, awards []stageAward) {
 	won := map[types.Address]bool{} // looked up only, never ranged over
 	for s := range awards {
@@ -186,6 +187,9 @@ func splitSelect(j *Job, awards []stageAward) {
 			awards[s].price = b[0].price.Clone()
 		case awards[s].evictedMin != nil:
 			awards[s].price = awards[s].evictedMin.Clone() // as stagePrice
+		case len(awards[s].winners) > 0:
+			w := awards[s].winners
+			awards[s].price = w[len(w)-1].price.Clone() // as stagePrice: the highest winning bid
 		}
 	}
 }

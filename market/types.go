@@ -133,8 +133,11 @@ type Job struct {
 	Prices []*uint256.Int
 	// Settled counts settled stages; the job completes when all are.
 	Settled uint16
-	// Verified counts stages settled on a verified result (agreement, a
-	// verdict or a canary): the validator fee is paid pro rata to them.
+	// Verified counts stages settled on a verified result some provider
+	// delivered and was paid for: r agreeing results, a vote's verdict
+	// (a dispute, an audit or a canary claim) or fine-tune games won. A
+	// stage with fewer than r agreeing results counts only once an audit
+	// upheld it (short.go).
 	Verified uint16
 	// Paid, Refunded and Slashed sum what went to providers, back to the
 	// client, and to the client as slash compensation.
@@ -186,6 +189,9 @@ type Job struct {
 	// reveal: it seeds the last tie-break of the ranking (TieHash). Every
 	// bid was sealed before it was known.
 	TieSeed []byte `rlp:"optional"`
+	// Short is what the client chose, when posting, for a stage left with
+	// fewer than r eligible providers (ShortAudit or ShortRefund; short.go).
+	Short string `rlp:"optional"`
 }
 
 // SealedBids is the number of sealed bids (pool mode: claims) on the job,

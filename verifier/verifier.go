@@ -256,7 +256,20 @@ type Task struct {
 	// FeePaid: the stage's share of the job's validator fee was paid (to
 	// the fee pool on agreement, to the voters of a decided vote).
 	FeePaid bool `rlp:"optional"`
+	// Audit says why a vote (TaskDisputed) is an audit, not a dispute
+	// between differing results: AuditShort when fewer than r live slots
+	// revealed the result it checks. Empty for a dispute. A decided audit
+	// that upholds the result settles "audited" (market/short.go).
+	Audit string `rlp:"optional"`
 }
+
+// Audit reasons (Task.Audit).
+const (
+	// AuditShort: the task has fewer than r agreeing results (fewer than
+	// r eligible winners, or no-shows), so the validators re-execute it
+	// before it is paid.
+	AuditShort = "short"
+)
 
 // Keeper reads and writes verification state.
 type Keeper struct{ kv store.KV }
