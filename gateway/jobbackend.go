@@ -262,7 +262,7 @@ func (b *JobBackend) Generate(ctx context.Context, req *Request, ev Events) (*Re
 		res.Receipt.Charged = nil
 		return res, err
 	}
-	res.Text, res.Verified, res.Overruled = out.Text, out.Outcome == "agreed" || out.Outcome == "verdict", out.Overruled
+	res.Text, res.Verified, res.Overruled = out.Text, market.VerifiedOutcome(out.Outcome), out.Overruled
 	// The verified output's tokens; the streamed count if it cannot be read.
 	res.Tokens, res.EndOfText = pieces, uint64(pieces) < req.MaxTokens
 	if bz, err := b.client.Store.Get(out.Result); err == nil {

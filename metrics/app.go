@@ -33,7 +33,9 @@ var (
 	appNoShows = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "no_shows_total",
 		Help: "Awarded providers that missed a result commit or reveal."}, []string{"missed"})
 	appDisputes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "disputes_total",
-		Help: "Disputes opened: job (results differ) or session_audit, session_comparison, session_equivocation."}, []string{"kind"})
+		Help: "Disputes opened: job (results differ, or an audit: see audits_total) or session_audit, session_comparison, session_equivocation."}, []string{"kind"})
+	appAudits = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "audits_total",
+		Help: "Job tasks put to a validator audit before payment, by reason (short: fewer than r agreeing results)."}, []string{"reason"})
 	appSlashes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "slashes_total",
 		Help: "Slashes, by reason class."}, []string{"reason"})
 	appSlashed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "slashed_ogpu_total",
@@ -48,7 +50,7 @@ var (
 
 func appCollectors() []prometheus.Collector {
 	return []prometheus.Collector{appHeight, appBlockTxs, appTxs, appJobsPosted, appJobsEnded, appBids, appAwards,
-		appTasksSettled, appNoShows, appDisputes, appSlashes, appSlashed, appJailings, appPaid, appSessionsOpened}
+		appTasksSettled, appNoShows, appDisputes, appAudits, appSlashes, appSlashed, appJailings, appPaid, appSessionsOpened}
 }
 
 // App turns committed blocks into the ogpu_app_* series. Give it every
@@ -113,7 +115,7 @@ func observeAppEvent(ev abci.Event) {
 	case "task_settled":
 		var e market.EventTaskSettled
 		if decode(ev, &e) {
-			appTasksSettled.WithLabelValues(oneOf(e.Outcome, "agreed", "verdict", "unresolved", "no_results", "no_bids", "bad_input", "no_input", "canary")).Inc()
+			appTasksSettled.WithLabelValues(oneOf(e.Outcome, "agreed", "verdict", "audited", "unverified", "unresolved", "no_results", "no_bids", "bad_input", "no_input", "canary")).Inc()
 		}
 	case "no_show":
 		var e market.EventNoShow
@@ -122,6 +124,11 @@ func observeAppEvent(ev abci.Event) {
 		}
 	case "dispute_opened":
 		appDisputes.WithLabelValues("job").Inc()
+	case "audit_opened":
+		var e market.EventAuditOpened
+		if decode(ev, &e) {
+			appAudits.WithLabelValues(oneOf(e.Reason, "short")).Inc()
+		}
 	case "session_dispute_opened":
 		var e session.EventDisputeOpened
 		if decode(ev, &e) {

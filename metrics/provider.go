@@ -81,7 +81,8 @@ type task struct {
 // ProviderTracker turns committed blocks into the ogpu_provider_* series
 // of one provider address. Give it every block once, in order.
 //
-// A job stage earns its price when it settles "agreed" or "verdict" on
+// A job stage earns its price when it settles "agreed", "verdict" or
+// "audited" on
 // the result this provider revealed (market.Keeper.settle's rule), or
 // "bad_input" on stage 0 while it was live. Reassigned slots and split
 // jobs' slots are not counted.
@@ -213,7 +214,7 @@ func (p *ProviderTracker) settle(e market.EventTaskSettled) {
 			break
 		}
 	}
-	decided := e.Outcome == "agreed" || e.Outcome == "verdict"
+	decided := e.Outcome == "agreed" || e.Outcome == "verdict" || e.Outcome == market.OutcomeAudited
 	switch {
 	case t.noShow:
 		provTasks.WithLabelValues("no_show").Inc()

@@ -278,7 +278,7 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 					continue
 				}
 				out.Paid, out.Refunded, out.Compensated, out.ValidatorFee, out.Completed = e.Paid, e.Refunded, e.Compensated, e.ValidatorFee, b.Height
-				if out.Outcome != "agreed" && out.Outcome != "verdict" {
+				if !market.VerifiedOutcome(out.Outcome) {
 					return out, fmt.Errorf("job %d ended without a verified result (%s): %s refunded", id, out.Outcome, types.FormatAmount(e.Refunded))
 				}
 				{

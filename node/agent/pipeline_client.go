@@ -225,7 +225,7 @@ func (c *Client) followPipeline(ctx context.Context, id uint64, from int64, prog
 				out.Paid, out.Refunded, out.Compensated, out.ValidatorFee, out.Completed = e.Paid, e.Refunded, e.Compensated, e.ValidatorFee, b.Height
 				out.Outcome = "verified"
 				for _, s := range out.Stages {
-					if s.Outcome != "agreed" && s.Outcome != "verdict" {
+					if !market.VerifiedOutcome(s.Outcome) {
 						out.Outcome = s.Outcome
 						return out, fmt.Errorf("job %d: stage %d settled without a verified result (%s): %s refunded", id, s.Stage, s.Outcome, types.FormatAmount(e.Refunded))
 					}
