@@ -54,6 +54,13 @@ type TaskView struct {
 	Slots           []SlotView      `json:"slots"`
 	Backups         []types.Address `json:"backups"`
 	Votes           []VoteView      `json:"votes,omitempty"`
+	// Audit is why the task's vote is an audit ("short": fewer than r
+	// agreeing results), empty for a dispute or no vote. Outcome is how a
+	// settled task settled, and Verified whether that is a verified
+	// result (market.VerifiedOutcome: agreed, verdict, audited, games).
+	Audit    string `json:"audit,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Verified bool   `json:"verified"`
 	// Games are a fine-tune task's step-bisection games (its bracket's
 	// matches), once its results differed.
 	Games []*finetune.Game `json:"games,omitempty"`
@@ -257,7 +264,8 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 			continue
 		}
 		tv := TaskView{Stage: s, Status: t.Status.String(), Price: j.Prices[s], CommitDeadline: t.CommitDeadline,
-			RevealDeadline: t.RevealDeadline, DisputeDeadline: t.DisputeDeadline, Verdict: t.Verdict, Backups: t.Backups}
+			RevealDeadline: t.RevealDeadline, DisputeDeadline: t.DisputeDeadline, Verdict: t.Verdict, Backups: t.Backups,
+			Audit: t.Audit, Outcome: t.Outcome, Verified: t.Status == verifier.TaskSettled && market.VerifiedOutcome(t.Outcome)}
 		for _, sl := range t.Slots {
 			sv := SlotView{Provider: sl.Provider, Committed: sl.Committed, Revealed: sl.Revealed, NoShow: sl.NoShow, Checked: sl.Checked}
 			if sl.InputReport != 0 {

@@ -67,6 +67,16 @@ func (j *JobView) WriteText(w io.Writer, height int64) {
 			fmt.Fprintf(w, ", votes until %d", t.DisputeDeadline)
 		}
 		fmt.Fprintln(w)
+		if t.Audit != "" && t.Status != "settled" {
+			fmt.Fprintf(w, "    audit (%s): fewer than %d agreeing results, so the validators re-execute it before it is paid\n", t.Audit, j.Redundancy)
+		}
+		if t.Outcome != "" {
+			verified := "not verified: nobody was paid for it"
+			if t.Verified {
+				verified = "verified"
+			}
+			fmt.Fprintf(w, "    outcome: %s (%s)\n", t.Outcome, verified)
+		}
 		if t.Status == "settled" && t.Verdict != (types.Hash{}) {
 			fmt.Fprintf(w, "    verdict: %x\n", t.Verdict)
 		}

@@ -702,6 +702,7 @@ func (k *Keeper) payStageFee(j *Job, t *verifier.Task) {
 func (k *Keeper) closeTask(j *Job, stage uint16, t *verifier.Task, outcome string, verdict types.Hash, paid, refund *uint256.Int, verified bool) bool {
 	t.Status = verifier.TaskSettled
 	t.Verdict = verdict
+	t.Outcome = outcome
 	k.ver.SetTask(j.ID, stage, t)
 	j.Paid.Add(j.Paid, paid)
 	j.Refunded.Add(j.Refunded, refund)

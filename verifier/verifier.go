@@ -261,6 +261,9 @@ type Task struct {
 	// revealed the result it checks. Empty for a dispute. A decided audit
 	// that upholds the result settles "audited" (market/short.go).
 	Audit string `rlp:"optional"`
+	// Outcome is how a settled task settled (the task_settled event's
+	// outcome: agreed, verdict, audited, unverified, ...), for queries.
+	Outcome string `rlp:"optional"`
 }
 
 // Audit reasons (Task.Audit).

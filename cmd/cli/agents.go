@@ -413,6 +413,7 @@ given.`,
 	f.String("at", "", "inference with --stages: cut points, the first layer of every stage after the first, e.g. 2,4")
 	f.Int("ctx", llm.DefaultContextSize, "split inference: the providers' context size (frame bound); finetune: tokens per datapoint, a multiple of 32 (default 64)")
 	f.Uint16("redundancy", 2, "providers running the job (their results must agree)")
+	f.String("short", "", shortFlagHelp)
 	f.String("max-price", "5ogpu", "price cap per provider (pipeline: per stage replica)")
 	f.Bool("pool", false, "inference: post a pool job: --max-price is the fixed reward per provider, provider agents claim it and the --redundancy-th claim awards it at once (claims until bid + reveal blocks)")
 	f.StringArray("require", nil, "attribute requirement, e.g. gpu/vendor/nvidia or ram>=32Gi (repeatable)")
@@ -532,6 +533,7 @@ func runJobRun(cmd *cobra.Command, _ []string) error {
 	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
 	}
+	j.Short, _ = f.GetString("short")
 	if pool {
 		j.Mode = market.ModePool
 	}

@@ -647,6 +647,9 @@ func readPrivValidatorPubKey(path string) ([]byte, error) {
 
 // ---- jobs ----
 
+// shortFlagHelp documents --short (market/short.go).
+const shortFlagHelp = "what a stage left with fewer than --redundancy eligible providers (or agreeing results) gets: audit (the validators re-execute it before it is paid; the default, fine-tune excepted) or refund (not awarded, or settled unverified: nobody paid)"
+
 // JobPostOutput is what `tx job post` prints.
 type JobPostOutput struct {
 	TxOutput
@@ -688,6 +691,7 @@ providers agree on a wrong result, the validator contests it with
 	f.Uint64("model-size", 0, "model size in bytes")
 	f.Uint16("stages", 1, "number of stages")
 	f.Uint16("redundancy", 2, "providers per stage (at least 2)")
+	f.String("short", "", shortFlagHelp)
 	f.String("max-price", "", "price cap per stage replica, e.g. 10ogpu (required)")
 	f.String("min-stake", "0", "least bonded stake of a provider, on top of the chain minimum")
 	f.Uint64("min-reputation", 0, "least reputation score (0..1000)")
@@ -722,6 +726,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 	m.ModelSize, _ = f.GetUint64("model-size")
 	m.Stages, _ = f.GetUint16("stages")
 	m.Redundancy, _ = f.GetUint16("redundancy")
+	m.Short, _ = f.GetString("short")
 	m.MaxTokens, _ = f.GetUint64("max-tokens")
 	priceStr, _ := f.GetString("max-price")
 	if m.MaxPrice, err = parsePositiveAmount("max price", priceStr); err != nil {

@@ -101,6 +101,7 @@ func runPipelineJob(ctx context.Context, cmd *cobra.Command) error {
 	if j.Redundancy, j.MaxPrice, j.Req, j.Windows, err = jobTerms(cmd); err != nil {
 		return err
 	}
+	j.Short, _ = cmd.Flags().GetString("short")
 	cl, closeFn, err := clientSession(cmd, ctx)
 	if err != nil {
 		return err

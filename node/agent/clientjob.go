@@ -84,6 +84,9 @@ type LLMJob struct {
 	// provider agents claim the job on sight and the r-th claim awards it
 	// (at the latest the end of the claim window, Windows.Bid + Reveal).
 	Mode string
+	// Short is what a stage with fewer than Redundancy providers gets
+	// (market.ShortAudit, the default when empty, or market.ShortRefund).
+	Short string
 	// OnPosted, if set, is called once the job is on chain (its escrow
 	// locked), before RunLLM follows it: from then on the request has
 	// cost money and must not be repeated blindly.
@@ -96,7 +99,8 @@ type LLMResult struct {
 	// Text is the verified output (empty if the job settled without one).
 	Text string
 	// Result is the settled result hash; Outcome how it settled (agreed,
-	// verdict, unresolved, no_results) or "expired".
+	// verdict, audited, unverified, unresolved, no_results) or "expired";
+	// market.VerifiedOutcome says which are verified.
 	Result  types.Hash
 	Outcome string
 	// StreamedFrom is the provider whose tokens were streamed; Overruled
@@ -142,7 +146,7 @@ func (c *Client) RunLLM(ctx context.Context, j LLMJob, progress Progress, onText
 	msg := &market.MsgPostJob{
 		Kind: market.KindInference, Mode: mode, Model: j.Model, ModelSize: j.ModelSize,
 		Stages: 1, Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
-		Windows: j.Windows, MaxTokens: j.MaxTokens, PromptTokens: c.promptTokens(j),
+		Windows: j.Windows, MaxTokens: j.MaxTokens, PromptTokens: c.promptTokens(j), Short: j.Short,
 	}
 	height, posted, err := c.postJob(ctx, msg, Runtime, inHash)
 	if err != nil {
@@ -389,8 +393,22 @@ func reportEvent(ev abci.Event, id uint64, stages bool, progress Progress) {
 		}
 	case market.EventDisputeOpened{}.EventType():
 		var e market.EventDisputeOpened
-		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id && len(e.Results) > 1 {
 			progress("%sthe results differ: dispute opened, validators re-check until height %d", at(e.Stage), e.Deadline)
+		}
+	case market.EventStageShort{}.EventType():
+		var e market.EventStageShort
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			if e.Policy == market.ShortRefund {
+				progress("%sonly %d eligible provider(s) of %d: not awarded, refunded (--short refund)", at(e.Stage), e.Providers, e.Redundancy)
+			} else {
+				progress("%sonly %d eligible provider(s) of %d: it runs, and the validators audit its result before it is paid (--short audit)", at(e.Stage), e.Providers, e.Redundancy)
+			}
+		}
+	case market.EventAuditOpened{}.EventType():
+		var e market.EventAuditOpened
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("%s%d of %d providers revealed result %x: the validators re-execute it before it is paid (audit)", at(e.Stage), e.Agreeing, e.Redundancy, e.Result[:8])
 		}
 	case market.EventInputReported{}.EventType():
 		var e market.EventInputReported

@@ -30,6 +30,9 @@ type PipelineJob struct {
 	MaxPrice   *uint256.Int // per stage replica
 	Req        market.Requirements
 	Windows    market.Windows
+	// Short: as LLMJob.Short (a pipeline with a stage refunded at the
+	// close expires).
+	Short string
 }
 
 // StageResult is how one stage settled.
@@ -123,7 +126,7 @@ func (c *Client) RunPipeline(ctx context.Context, j PipelineJob, progress Progre
 	}
 	msg := &market.MsgPostJob{
 		Kind: market.KindPipeline, Mode: market.ModeAuction, Model: in.Model, ModelSize: uint64(len(modelBytes)),
-		Stages: uint16(len(m.Stages)), Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash,
+		Stages: uint16(len(m.Stages)), Redundancy: j.Redundancy, MaxPrice: j.MaxPrice, Req: j.Req, Input: inHash, Short: j.Short,
 		Windows: j.Windows,
 	}
 	height, posted, err := c.postJob(ctx, msg, RuntimeCKKS, inHash, in.Model, in.Keys, in.Ciphertext)
