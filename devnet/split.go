@@ -221,17 +221,19 @@ func (d *devnet) splitRound(report *Report) error {
 		res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond), res.TTFT.Round(time.Millisecond), res.Decode.Round(time.Millisecond))
 	fmt.Fprintf(w, "prov5 held replica chain %d of stage 0: tombstoned %v, reputation %d/1000, bonded %s\n",
 		sr.LiarChain, pv.Tombstoned, pv.Score, types.FormatAmount(pv.Bonded))
-	fmt.Fprintf(w, "%s, stage 1 of the same chain, computed faithfully on the nudged residuals: settled %s, paid %s (balance +%s after its transactions' fees;\n"+
-		"   stage 1's task_settled pays nothing itself: each of its slots was paid on its own, split_slot_settled)\n",
-		d.name(sr.Downstream), sr.DownstreamOutcome, formatOr0(sr.DownstreamPaid), types.FormatAmount(sr.DownstreamGain))
+	fmt.Fprintf(w, "%s, stage 1 of the same chain, computed faithfully on the nudged residuals: held until stage 0's verdict, then settled %s, paid %s\n"+
+		"   (its input was the lie, so nobody vouches for its work: unpaid, not slashed); stage 1 of the honest chain, alone, was audited: %s\n",
+		d.name(sr.Downstream), sr.DownstreamOutcome, formatOr0(sr.DownstreamPaid), outcomeOf(res.Outcomes, 1))
 	switch {
 	case len(res.Outcomes) == 0 || res.Outcomes[0] != "verdict":
 		return fmt.Errorf("stage 0 settled %v, want verdict", res.Outcomes)
 	case !pv.Tombstoned:
 		return errors.New("the lying stage-0 provider was not tombstoned")
-	case sr.DownstreamOutcome != market.SplitDownstreamUnverified || sr.DownstreamPaid == nil || sr.DownstreamPaid.IsZero() || sr.DownstreamGain.IsZero():
-		return fmt.Errorf("the honest stage 1 of the liar's chain (%s) settled %q, paid %s: want paid as %s",
-			d.name(sr.Downstream), sr.DownstreamOutcome, formatOr0(sr.DownstreamPaid), market.SplitDownstreamUnverified)
+	case sr.DownstreamOutcome != market.SplitDownstreamOfLoser || (sr.DownstreamPaid != nil && !sr.DownstreamPaid.IsZero()):
+		return fmt.Errorf("stage 1 of the liar's chain (%s) settled %q, paid %s: want %s, unpaid (nothing checked its input)",
+			d.name(sr.Downstream), sr.DownstreamOutcome, formatOr0(sr.DownstreamPaid), market.SplitDownstreamOfLoser)
+	case outcomeOf(res.Outcomes, 1) != market.OutcomeAudited:
+		return fmt.Errorf("stage 1 settled %q, want %s: the honest chain's lone slot is audited before it is paid", outcomeOf(res.Outcomes, 1), market.OutcomeAudited)
 	}
 	// Let the providers' last transactions land before the agents stop.
 	if err := d.c.WaitHeight(ctx, res.Completed+2); err != nil {
@@ -395,4 +397,12 @@ func formatOr0(a *uint256.Int) string {
 		return "0ogpu"
 	}
 	return types.FormatAmount(a)
+}
+
+// outcomeOf is outcomes[i], or "" when there is none.
+func outcomeOf(outcomes []string, i int) string {
+	if i < len(outcomes) {
+		return outcomes[i]
+	}
+	return ""
 }

@@ -307,7 +307,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 		return 0, types.ErrInvalidMsg.Wrapf("post-job: a pipeline's stages run one after another: bid + reveal + stages × (execute + verify + %d dispute blocks) + (execute + verify + dispute) must be at most %d blocks, this job needs %s",
 			k.p.DisputeBlocks, k.p.MaxJobBlocks, needs)
 	case m.Kind == KindSplit && (long || life > k.p.MaxJobBlocks):
-		return 0, types.ErrInvalidMsg.Wrapf("post-job: a split job leaves room for %d replacements: bid + reveal + %d × execute + verify + %d dispute blocks must be at most %d blocks",
+		return 0, types.ErrInvalidMsg.Wrapf("post-job: a split job leaves room for %d replacements and a vote per stage: bid + reveal + %d × execute + verify + stages × %d dispute blocks must be at most %d blocks",
 			MaxSplitReplacements, 1+MaxSplitReplacements, k.p.DisputeBlocks, k.p.MaxJobBlocks)
 	case m.Kind == KindSession:
 		if err := k.checkSessionLife(m); err != nil {
@@ -373,7 +373,10 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 //   - split (stages run together): execute, then MaxSplitReplacements more
 //     execute windows (a replacement ordered at the last height of a
 //     commit window moves every stage's commit deadline one execute window
-//     on), verify, and dispute blocks for the hand-off proofs.
+//     on), verify, dispute blocks for the hand-off proofs, and dispute
+//     blocks for each stage after the first: the stages held after a
+//     disputed one are audited once its verdict is in (splitRelease), and
+//     with r ≥ 3 a released stage may be disputed in turn.
 //
 // A dispute of the last window may end up to dispute blocks after it
 // (genesis keeps stake unbonding longer than that). The caller bounds the
@@ -384,7 +387,7 @@ func jobLife(w Windows, kind string, stages uint16, dispute uint64) uint64 {
 	case KindPipeline:
 		return w.Bid + w.Reveal + uint64(stages)*(ev+dispute) + ev + dispute
 	case KindSplit:
-		return w.Bid + w.Reveal + (1+MaxSplitReplacements)*w.Execute + w.Verify + dispute
+		return w.Bid + w.Reveal + (1+MaxSplitReplacements)*w.Execute + w.Verify + uint64(stages)*dispute
 	}
 	return w.Bid + w.Reveal + 2*ev + dispute
 }

@@ -679,6 +679,9 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 	if k.closeTask(j, stage, t, outcome, verdict, paid, refund, decided && !paid.IsZero()) {
 		return
 	}
+	if j.Kind == KindSplit {
+		k.splitRelease(j, stage, decided, verdict) // the stages held after a disputed one
+	}
 	if j.Kind == KindPipeline {
 		k.advance(j, stage, decided, verdict)
 	}
@@ -927,6 +930,7 @@ func EscrowInvariant(r store.KV) error {
 // replica chain each, share their commit and reveal deadlines while they
 // execute and leave executing together (the scan); at most
 // MaxSplitReplacements of its slots changed hands, and no other job's did.
+// Only a split stage after a disputed split stage is held.
 func StageInvariant(r store.KV) error {
 	ver := verifier.NewKeeper(r)
 	var bad error
@@ -939,6 +943,7 @@ func StageInvariant(r store.KV) error {
 		}
 		var prev, first *verifier.Task
 		executing, replaced, filled := 0, 0, 0
+		voting := false
 		for s := uint16(0); s < j.Stages; s++ {
 			t, ok := ver.GetTask(j.ID, s)
 			if ok && j.State != JobRunning && j.State != JobCompleted {
@@ -969,6 +974,9 @@ func StageInvariant(r store.KV) error {
 					return fail(s, "a bracket of fine-tune games on a %s job", j.Kind)
 				}
 			}
+			if ok && j.Kind == KindSplit && t.Status == verifier.TaskDisputed && t.Audit == "" {
+				voting = true // the stages after a split dispute are held until its verdict
+			}
 			if ok && t.Status == verifier.TaskExecuting {
 				executing++
 				if first == nil {
@@ -989,6 +997,8 @@ func StageInvariant(r store.KV) error {
 				return fail(s, "a split stage with %d slots, want one per replica chain (%d)", len(t.Slots), j.Redundancy)
 			case ok && j.Kind == KindSplit && t.Status == verifier.TaskWaiting:
 				return fail(s, "a split stage waiting: split stages are awarded and run together")
+			case ok && t.Status == verifier.TaskHeld && (j.Kind != KindSplit || !voting):
+				return fail(s, "held, which only a split stage after a disputed one may be (splitJudge)")
 			case !ok:
 			case t.Status == verifier.TaskWaiting:
 				if j.Kind != KindPipeline || s == 0 || j.State != JobRunning {

@@ -1,11 +1,13 @@
 package market
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
@@ -325,5 +327,60 @@ func TestShortPolicyRefusals(t *testing.T) {
 		if got := ShortDefault(c.kind); got != c.want {
 			t.Errorf("default for %s: %q, want %q", c.kind, got, c.want)
 		}
+	}
+}
+
+// TestSplitKnockoutLiarIsAudited (M-H4, M-L2): the review's knock-out. A
+// cartel holds chain 0's stage 0 and chain 1's stage 1. Its stage-0 member
+// never commits (a 2 oGPU no-show), so the honest chain-0 stage 1 gets no
+// input and cannot prove one; the cartel's stage 1 reveals the true input
+// and an invented output, alone on it. It was paid "unverified" with no
+// dispute; now it is audited and, rejected, slashed and unpaid: the
+// attempt costs the cartel the no-show's 2 oGPU and the liar's 50.
+func TestSplitKnockoutLiarIsAudited(t *testing.T) {
+	n := newSplitNet(t)
+	id := n.award()
+	noShow, honestDown, liar := n.holder(id, 0, 0), n.holder(id, 1, 0), n.holder(id, 1, 1)
+	liarStake, liarBal := n.esc().Bonded(liar), n.balance(liar)
+	invented := transcript{12, honest[1].hin, hashOf("invented tokens")}
+	empty := transcript{0, types.Hash{}, hashOf("nothing")}
+	reveal := map[[2]uint16]transcript{{0, 1}: honest[0], {1, 0}: empty, {1, 1}: invented}
+	for _, sc := range [][2]uint16{{0, 1}, {1, 0}, {1, 1}} {
+		n.commitSlot(id, sc[0], sc[1], reveal[sc])
+	}
+	n.advanceTo(n.task(id, 0).CommitDeadline + 1)
+	for _, sc := range [][2]uint16{{0, 1}, {1, 0}, {1, 1}} {
+		a, x := n.holder(id, sc[0], sc[1]), reveal[sc]
+		n.must("reveal", func(k *Keeper) error {
+			return k.RevealTranscript(a, &MsgRevealTranscript{Job: id, Stage: sc[0], Steps: x.steps, Hin: x.hin, Hout: x.hout, Salt: splitSalt(a, id, sc[0])})
+		})
+	}
+	n.events = nil
+	n.advanceTo(n.task(id, 0).RevealDeadline + n.params.Market.DisputeBlocks + 1) // past the hand-off proofs
+	got := outcomes(t, n.events)
+	if !slices.Equal(got["1/0"], []string{SplitInputUnproven}) || len(got["1/1"]) != 0 {
+		t.Fatalf("outcomes %v: want 1/0 input_unproven and the liar's 1/1 audited, not paid unverified", got)
+	}
+	for s := uint16(0); s < 2; s++ {
+		if tk := n.task(id, s); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditSplit {
+			t.Fatalf("stage %d is %s (audit %q), want its lone slot audited", s, tk.Status, tk.Audit)
+		}
+	}
+	n.vote(id, 0, honest[0].hout, n.val)
+	n.vote(id, 1, honest[1].hout, n.val) // the validator replays the liar's input: the true output differs
+	if n.balance(liar).Gt(liarBal) {
+		t.Errorf("the liar was paid: balance %s, was %s", n.balance(liar).Dec(), liarBal.Dec())
+	}
+	if slashed := new(uint256.Int).Sub(liarStake, n.esc().Bonded(liar)); !slashed.Eq(escrow.MulBps(liarStake, n.params.Market.FraudSlashBps)) {
+		t.Errorf("the liar lost %s of its stake, want fraud_slash_bps", slashed.Dec())
+	}
+	if p, _ := GetProvider(n.tree, noShow); !p.Jailed {
+		t.Error("the no-show is not jailed")
+	}
+	if p, _ := GetProvider(n.tree, honestDown); p.Jailed || !n.esc().Bonded(honestDown).Eq(types.OGPU(100)) {
+		t.Error("the knocked-out honest downstream was slashed or jailed")
+	}
+	if j := n.job(id); j.State != JobCompleted || j.Verified != 1 || !j.Paid.Eq(types.OGPU(2)) {
+		t.Errorf("job %s, %d verified, paid %s: want completed, 1 (the honest stage 0, audited), 2 oGPU", j.State, j.Verified, j.Paid.Dec())
 	}
 }

@@ -528,12 +528,10 @@ func (k *Keeper) splitHandoffDeadline(j *Job, height uint64) {
 
 // Outcomes of split slots settled on their own (EventSplitSlotSettled).
 const (
-	// SplitUnverified: paid its price; its stage had no other slot on
-	// the same input to compare with.
-	SplitUnverified = "unverified"
-	// SplitDownstreamUnverified: paid its price; an earlier stage is
-	// disputed, so it computed on an input nobody compared (P15).
-	SplitDownstreamUnverified = "downstream_unverified"
+	// (Before AppVersion 8 a slot with nothing to compare with was paid
+	// "unverified", and one after a disputed stage "downstream_unverified":
+	// review 2's M-H4 and M-L2. Such a slot is now audited or unpaid:
+	// splitJudge.)
 	// SplitInputLie: its input differs from what its upstream revealed
 	// (stage 0: from another chain's) and it did not prove it: slashed
 	// fraud_slash_bps, tombstoned, unpaid (P1).
@@ -545,9 +543,19 @@ const (
 	// than the one it revealed: slashed fraud_slash_bps, tombstoned,
 	// unpaid (P2, P3).
 	SplitEquivocated = "equivocated"
-	// SplitNotCompared: its stage disagrees on an input other than the
-	// one disputed; nobody can tell which is right: unpaid, not slashed.
+	// SplitNotCompared: its input is not the one its stage compared or
+	// audited (splitJudge); nobody checks it: unpaid, not slashed.
 	SplitNotCompared = "not_compared"
+	// SplitDownstreamOfLoser: an earlier stage of its chain revealed a
+	// result the validators' verdict rejected (or the vote was not
+	// decided): it computed on an input nobody can vouch for: unpaid, not
+	// slashed.
+	SplitDownstreamOfLoser = "downstream_of_loser"
+	// SplitClientInput: the client signed two different prompts (P8) and
+	// this slot's chain computed on the one its stage did not compare:
+	// paid its price by the client that ordered it (not verified, no
+	// reputation), so that equivocating buys a client no free work.
+	SplitClientInput = "client_input"
 )
 
 // splitSlot settles slot c of stage on its own (it leaves the stage's
@@ -557,12 +565,11 @@ func (k *Keeper) splitSlot(j *Job, stage uint16, t *verifier.Task, c int, outcom
 	sl := &t.Slots[c]
 	paid := new(uint256.Int)
 	switch outcome {
-	case SplitUnverified, SplitDownstreamUnverified:
+	case SplitClientInput:
 		k.esc.Release(j.ID, sl.Provider, price)
 		j.Paid.Add(j.Paid, price)
 		paid = price.Clone()
-		k.emit(EventProviderPaid{Provider: sl.Provider, Job: j.ID, Stage: stage, Amount: price.Clone(), Via: PaidViaJob})
-		k.ver.UpdateReputation(sl.Provider, func(r *verifier.Reputation) { r.Done++ })
+		k.emit(EventProviderPaid{Provider: sl.Provider, Job: j.ID, Stage: stage, Amount: price.Clone(), Via: PaidViaReservation})
 	case SplitInputLie, SplitEquivocated:
 		k.esc.Release(j.ID, j.Client, price)
 		j.Refunded.Add(j.Refunded, price)
@@ -573,7 +580,7 @@ func (k *Keeper) splitSlot(j *Job, stage uint16, t *verifier.Task, c int, outcom
 		k.slash(j, stage, sl.Provider, k.p.FraudSlashBps, "fraud: "+why, true)
 		k.jailProvider(sl.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, why+" in job "+strconv.FormatUint(j.ID, 10))
 		k.ver.UpdateReputation(sl.Provider, func(r *verifier.Reputation) { r.Done++; r.Lost++ })
-	default: // SplitInputUnproven, SplitNotCompared
+	default: // SplitInputUnproven, SplitNotCompared, SplitDownstreamOfLoser
 		k.esc.Release(j.ID, j.Client, price)
 		j.Refunded.Add(j.Refunded, price)
 		k.ver.UpdateReputation(sl.Provider, func(r *verifier.Reputation) { r.Done++ })
@@ -584,17 +591,8 @@ func (k *Keeper) splitSlot(j *Job, stage uint16, t *verifier.Task, c int, outcom
 
 // splitSettle is the scan (docs/design-notes.md, "On chain"): with every
 // transcript final and no input waiting for a proof (or final: the
-// handoff deadline passed), stages are scanned from 0. Each slot whose
-// input is not established settles on its own (input_lie or
-// input_unproven). Before a disputed stage, each stage groups its
-// established slots by input (steps, Hin): the first group whose outputs
-// differ is disputed (validators vote for the Hout; the verdict pays and
-// slashes that group); else the largest agreeing group of two or more
-// (first by chain on a tie) confirms as an agreed task. Slots outside the
-// compared group are paid unverified (not_compared if their own group
-// disagrees), and a stage with no group of two settles "unverified". After
-// a disputed stage, every established slot is paid downstream_unverified.
-// It returns false (and does nothing) while an input waits for a proof.
+// handoff deadline passed), stages are judged from 0 (splitJudge). It
+// returns false (and does nothing) while an input waits for a proof.
 func (k *Keeper) splitSettle(j *Job, ts []*verifier.Task, final bool) bool {
 	states := splitInputs(ts)
 	if !final && splitPending(states) {
@@ -610,8 +608,40 @@ func (k *Keeper) splitSettle(j *Job, ts []*verifier.Task, final bool) bool {
 	if len(signed) > 1 {
 		k.emit(EventClientEquivocated{Job: j.ID, Inputs: uint64(len(signed))})
 	}
+	k.splitJudge(j, ts, states, 0, nil, len(signed) > 1)
+	k.setJob(j)
+	return true
+}
+
+// splitJudge judges stages from..end of a split job, each in turn. Each
+// live slot whose input is not established settles on its own
+// (input_lie or input_unproven); so does each slot of a chain outside
+// keep (nil keeps every chain): downstream_of_loser, unpaid. The stage
+// groups the other slots by input (steps, Hin):
+//
+//   - the first group whose outputs differ is disputed (validators vote
+//     for the Hout; the verdict pays and slashes that group), and every
+//     later stage is held (TaskHeld) until that verdict (splitRelease);
+//   - else the largest group (first by chain on a tie) is compared: with
+//     r agreeing slots it confirms as an agreed task; with fewer (a
+//     partner chain knocked out, a no-show, an input only one slot has)
+//     it is audited: the validators replay it before it is paid
+//     (AppVersion 8, review 2's M-H4: it was paid "unverified");
+//   - slots in any other group settle on their own, not_compared:
+//     unpaid, not slashed (nothing compares them; before AppVersion 8
+//     they were paid unverified), unless the client signed two prompts
+//     (clientTwoInputs, P8) and the slot's chain computed on the one not
+//     compared: client_input, paid by the client that ordered it.
+//
+// Nothing in a split job is paid without r agreeing slots or a vote.
+func (k *Keeper) splitJudge(j *Job, ts []*verifier.Task, states [][]inputState, from int, keep func(c int) bool, clientTwoInputs bool) {
 	diverged := false
-	for si, t := range ts {
+	// clientChain[c]: chain c computed on a second prompt the client
+	// signed (P8): its slots outside the compared group are the client's
+	// doing, paid as client_input.
+	clientChain := make([]bool, j.Redundancy)
+	for si := from; si < len(ts); si++ {
+		t := ts[si]
 		s := uint16(si)
 		var est []int
 		for c := range t.Slots {
@@ -621,15 +651,15 @@ func (k *Keeper) splitSettle(j *Job, ts []*verifier.Task, final bool) bool {
 				k.splitSlot(j, s, t, c, SplitInputLie)
 			case st == inUnknown:
 				k.splitSlot(j, s, t, c, SplitInputUnproven)
+			case keep != nil && !keep(c):
+				k.splitSlot(j, s, t, c, SplitDownstreamOfLoser)
 			default:
 				est = append(est, c)
 			}
 		}
 		if diverged {
-			for _, c := range est {
-				k.splitSlot(j, s, t, c, SplitDownstreamUnverified)
-			}
-			k.settle(j, s, t, SplitDownstreamUnverified, types.Hash{})
+			t.Status = verifier.TaskHeld
+			k.ver.SetTask(j.ID, s, t)
 			continue
 		}
 		groups := groupByInput(t, est)
@@ -642,7 +672,7 @@ func (k *Keeper) splitSettle(j *Job, ts []*verifier.Task, final bool) bool {
 		}
 		if cmp < 0 {
 			for g := range groups {
-				if len(groups[g]) >= 2 && (cmp < 0 || len(groups[g]) > len(groups[cmp])) {
+				if cmp < 0 || len(groups[g]) > len(groups[cmp]) {
 					cmp = g
 				}
 			}
@@ -651,30 +681,57 @@ func (k *Keeper) splitSettle(j *Job, ts []*verifier.Task, final bool) bool {
 			if g == cmp {
 				continue
 			}
-			outcome := SplitUnverified
-			if len(distinctOutputs(t, groups[g])) > 1 {
-				outcome = SplitNotCompared
-			}
 			for _, c := range groups[g] {
+				outcome := SplitNotCompared
+				if clientTwoInputs && c < len(clientChain) && (clientChain[c] || (si == 0 && states[0][c] == inProven)) {
+					outcome, clientChain[c] = SplitClientInput, true
+				}
 				k.splitSlot(j, s, t, c, outcome)
 			}
 		}
 		switch {
-		case cmp < 0 && len(est) == 0:
-			k.settle(j, s, t, "no_results", types.Hash{})
 		case cmp < 0:
-			k.settle(j, s, t, SplitUnverified, types.Hash{})
+			k.settle(j, s, t, "no_results", types.Hash{})
 		case conflict:
 			diverged = true
 			in := &t.Slots[groups[cmp][0]]
 			k.emit(EventSplitDiverged{Job: j.ID, Stage: s, Steps: in.Steps, Hin: in.Hin})
 			k.openVote(j, s, t, verifier.TaskDisputed, t.Revealed())
+		case len(groups[cmp]) < int(j.Redundancy):
+			k.openAudit(j, s, t, verifier.AuditSplit, t.Slots[groups[cmp][0]].Result)
 		default:
 			k.confirm(j, s, t, t.Slots[groups[cmp][0]].Result)
 		}
 	}
+}
+
+// splitRelease runs when a disputed split stage d settles: the stages
+// held after it are judged now, keeping only the replica chains whose
+// stage-d slot revealed the verdict (the others computed on an input the
+// validators rejected, or none was decided: downstream_of_loser).
+func (k *Keeper) splitRelease(j *Job, d uint16, decided bool, verdict types.Hash) {
+	ts := make([]*verifier.Task, j.Stages)
+	held := false
+	for s := range ts {
+		t, ok := k.ver.GetTask(j.ID, uint16(s))
+		if !ok {
+			return
+		}
+		ts[s] = t
+		held = held || (s > int(d) && t.Status == verifier.TaskHeld)
+	}
+	if !held {
+		return
+	}
+	up := ts[d]
+	keep := func(c int) bool {
+		return decided && c < len(up.Slots) && up.Slots[c].Revealed && up.Slots[c].Result == verdict
+	}
+	for s := int(d) + 1; s < len(ts); s++ {
+		ts[s].Status = verifier.TaskExecuting // judged as the scan would have
+	}
+	k.splitJudge(j, ts, splitInputs(ts), int(d)+1, keep, false)
 	k.setJob(j)
-	return true
 }
 
 // inputKey is a slot's input (steps, Hin) as one comparable hash.
@@ -820,10 +877,10 @@ func (k *Keeper) ReplaceStage(from types.Address, m *MsgReplaceStage) error {
 	}
 	commitBy := max(t.CommitDeadline, k.ctx.Height+j.Windows.Execute)
 	revealBy := max(t.RevealDeadline, commitBy+j.Windows.Verify)
-	if revealBy+k.p.DisputeBlocks > j.Expiry {
+	if revealBy+uint64(j.Stages)*k.p.DisputeBlocks > j.Expiry {
 		// jobLife leaves room for MaxSplitReplacements fresh windows from
 		// the award; only an award the deadline bound deferred lacks it.
-		return types.ErrWrongPhase.Wrapf("job %d has no time left for a replacement: its stages would reveal until %d and take hand-off proofs past its expiry %d", j.ID, revealBy, j.Expiry)
+		return types.ErrWrongPhase.Wrapf("job %d has no time left for a replacement: its stages would reveal until %d, and its hand-off proofs and held stages' votes would run past its expiry %d", j.ID, revealBy, j.Expiry)
 	}
 	b := k.splitBackup(j, m.Stage, ts)
 	if b < 0 {

@@ -436,8 +436,14 @@ func TestSplitReplacementNoShow(t *testing.T) {
 	n.events = nil
 	n.endBlock()
 	got := outcomes(t, n.events)
-	if !slices.Equal(got["0/1"], []string{SplitUnverified}) || !slices.Equal(got["1/1"], []string{SplitUnverified}) {
-		t.Fatalf("outcomes %v at the new reveal deadline, want chain 1 paid unverified", got)
+	if len(got) != 0 {
+		t.Fatalf("outcomes %v at the new reveal deadline, want none: chain 1's slots are audited (M-H4)", got)
+	}
+	for s := uint16(0); s < 2; s++ {
+		if tk := n.task(id, s); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditSplit {
+			t.Fatalf("stage %d is %s (audit %q), want chain 1's lone slot audited", s, tk.Status, tk.Audit)
+		}
+		n.vote(id, s, honest[s].hout, n.val)
 	}
 	if j := n.job(id); j.State != JobCompleted || !j.Paid.Eq(types.OGPU(4)) || !n.esc().Locked(id).IsZero() {
 		t.Fatalf("job %s paid %s, %s locked; want completed, 4 oGPU, nothing", j.State, j.Paid.Dec(), n.esc().Locked(id).Dec())
@@ -458,8 +464,8 @@ func TestSplitLifeFitsReplacements(t *testing.T) {
 	m.Windows.Execute, m.Windows.Verify = 6, 1
 	id := n.awardWith(m, [2][]types.Address{nil, {e1}})
 	j := n.job(id)
-	if want := j.Posted + 2 + 2 + 3*6 + 1 + 4; j.Expiry != want {
-		t.Fatalf("expiry %d, want posted + bid + reveal + 3 × execute + verify + dispute = %d", j.Expiry, want)
+	if want := j.Posted + 2 + 2 + 3*6 + 1 + 2*4; j.Expiry != want {
+		t.Fatalf("expiry %d, want posted + bid + reveal + 3 × execute + verify + stages × dispute = %d", j.Expiry, want)
 	}
 	if inference := j.Posted + 2 + 2 + 2*(6+1) + 4; inference >= j.Expiry {
 		t.Fatalf("an inference job's life %d is as long: the case proves nothing", inference)
@@ -469,8 +475,8 @@ func TestSplitLifeFitsReplacements(t *testing.T) {
 	n.advanceTo(n.task(id, 0).CommitDeadline)
 	n.must("second replacement, at the new commit deadline", replace(n.client, id, 1, 1))
 	tk := n.task(id, 0)
-	if tk.RevealDeadline+n.params.Market.DisputeBlocks != j.Expiry {
-		t.Fatalf("reveals until %d, hand-off proofs until %d; want exactly the expiry %d", tk.RevealDeadline, tk.RevealDeadline+n.params.Market.DisputeBlocks, j.Expiry)
+	if tk.RevealDeadline+2*n.params.Market.DisputeBlocks != j.Expiry {
+		t.Fatalf("reveals until %d, hand-off proofs until %d; want a dispute window before the expiry %d (the held stage's audit)", tk.RevealDeadline, tk.RevealDeadline+n.params.Market.DisputeBlocks, j.Expiry)
 	}
 	// Chain 1's stage 0 lies: the dispute opens at the last reveal and
 	// ends within the expiry + dispute blocks.
@@ -480,6 +486,12 @@ func TestSplitLifeFitsReplacements(t *testing.T) {
 		t.Fatalf("stage 0 is %s until %d, want disputed within %d", d.Status, d.DisputeDeadline, j.Expiry+n.params.Market.DisputeBlocks)
 	}
 	n.vote(id, 0, honest[0].hout, n.val)
+	// Stage 1 was held until that verdict; the honest chain's slot is then
+	// audited, also within the expiry + dispute blocks.
+	if d := n.task(id, 1); d.Status != verifier.TaskDisputed || d.DisputeDeadline > j.Expiry+n.params.Market.DisputeBlocks {
+		t.Fatalf("stage 1 is %s until %d, want audited within %d", d.Status, d.DisputeDeadline, j.Expiry+n.params.Market.DisputeBlocks)
+	}
+	n.vote(id, 1, honest[1].hout, n.val)
 	if j := n.job(id); j.State != JobCompleted {
 		t.Fatalf("job %s, want completed", j.State)
 	}

@@ -248,12 +248,14 @@ func TestSplitHonest(t *testing.T) {
 	}
 }
 
-// TestSplitStageZeroLiar: chain 1's stage 0 outputs a lie on the agreed
-// input; chain 1's stage 1 computes honestly on it. Stage 0 is disputed
-// (the first stage with equal inputs and different outputs), stage 1 is
-// not compared: both its providers are paid at once. The validators vote
-// for the honest output: the liar is slashed and tombstoned, and the
-// honest stage 1 of the lying chain keeps its stake (P15).
+// TestSplitStageZeroLiar (and review 2's M-L2): chain 1's stage 0 outputs
+// a lie on the agreed input; chain 1's stage 1 computes honestly on it.
+// Stage 0 is disputed (the first stage with equal inputs and different
+// outputs) and stage 1 is held until its verdict (it was paid at once,
+// unchecked). The validators vote for the honest output: the liar is
+// slashed and tombstoned; stage 1 of the lying chain computed on a lie,
+// so it is unpaid but keeps its stake (P15); stage 1 of the honest chain,
+// now with nothing to compare with, is audited and paid once upheld.
 func TestSplitStageZeroLiar(t *testing.T) {
 	n := newSplitNet(t)
 	id := n.award()
@@ -272,12 +274,11 @@ func TestSplitStageZeroLiar(t *testing.T) {
 	if tk := n.task(id, 0); tk.Status != verifier.TaskDisputed {
 		t.Fatalf("stage 0 is %s, want disputed", tk.Status)
 	}
-	got := outcomes(t, n.events)
-	if !slices.Equal(got["1/0"], []string{SplitDownstreamUnverified}) || !slices.Equal(got["1/1"], []string{SplitDownstreamUnverified}) {
-		t.Fatalf("stage 1 outcomes %v, want both downstream_unverified", got)
+	if got := outcomes(t, n.events); len(got) != 0 {
+		t.Fatalf("outcomes %v before the verdict, want none: stage 1 waits for it", got)
 	}
-	if tk := n.task(id, 1); tk.Status != verifier.TaskSettled {
-		t.Fatalf("stage 1 is %s, want settled (not compared)", tk.Status)
+	if tk := n.task(id, 1); tk.Status != verifier.TaskHeld {
+		t.Fatalf("stage 1 is %s, want held until stage 0's verdict", tk.Status)
 	}
 	n.events = nil
 	n.vote(id, 0, honest[0].hout, n.val)
@@ -285,6 +286,13 @@ func TestSplitStageZeroLiar(t *testing.T) {
 	if len(settled) != 1 || settled[0].Outcome != "verdict" || settled[0].Result != honest[0].hout {
 		t.Fatalf("settled %+v, want stage 0 on the verdict", settled)
 	}
+	if got := outcomes(t, n.events); !slices.Equal(got["1/1"], []string{SplitDownstreamOfLoser}) || len(got["1/0"]) != 0 {
+		t.Fatalf("stage 1 outcomes %v, want 1/1 downstream_of_loser and 1/0 audited", got)
+	}
+	if tk := n.task(id, 1); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditSplit {
+		t.Fatalf("stage 1 is %s (audit %q), want the honest chain's slot audited", tk.Status, tk.Audit)
+	}
+	n.vote(id, 1, honest[1].hout, n.val)
 	if p, _ := GetProvider(n.tree, liar); !p.Tombstoned {
 		t.Error("the stage-0 liar is not tombstoned")
 	}
@@ -294,11 +302,11 @@ func TestSplitStageZeroLiar(t *testing.T) {
 	if p, _ := GetProvider(n.tree, downstream); p.Jailed || !n.esc().Bonded(downstream).Eq(types.OGPU(100)) {
 		t.Error("the honest stage 1 of the lying chain was jailed or slashed")
 	}
-	if got, want := n.balance(downstream), new(uint256.Int).Add(before, types.OGPU(2)); !got.Eq(want) {
-		t.Errorf("honest downstream of the liar: balance %s, want %s (paid its price)", got.Dec(), want.Dec())
+	if got := n.balance(downstream); !got.Eq(before) {
+		t.Errorf("downstream of the liar: balance %s, want %s (unpaid: its input was a lie)", got.Dec(), before.Dec())
 	}
-	if j := n.job(id); j.State != JobCompleted || j.Verified != 1 || !j.Paid.Eq(types.OGPU(6)) {
-		t.Errorf("job %s, %d verified, paid %s; want completed, 1 (stage 0), 6 oGPU", j.State, j.Verified, j.Paid.Dec())
+	if j := n.job(id); j.State != JobCompleted || j.Verified != 2 || !j.Paid.Eq(types.OGPU(4)) {
+		t.Errorf("job %s, %d verified, paid %s; want completed, 2 (stage 0's verdict, stage 1's audit), 4 oGPU", j.State, j.Verified, j.Paid.Dec())
 	}
 }
 
@@ -306,7 +314,8 @@ func TestSplitStageZeroLiar(t *testing.T) {
 // never sent, so that its wrong output looks computed on it. It cannot
 // prove the input (no upstream signature over it; a signature by anyone
 // else is refused): at the handoff deadline it is slashed and unpaid,
-// while its stage-1 replica is paid unverified and stage 0 agrees.
+// stage 0 agrees, and its stage-1 replica, alone, is audited before it is
+// paid (it was paid unverified: review 2's M-H4).
 func TestSplitInputLie(t *testing.T) {
 	n := newSplitNet(t)
 	id := n.award()
@@ -333,8 +342,11 @@ func TestSplitInputLie(t *testing.T) {
 	n.events = nil
 	n.advanceTo(pending[0].ProveBy + 1)
 	got := outcomes(t, n.events)
-	if !slices.Equal(got["1/1"], []string{SplitInputLie}) || !slices.Equal(got["1/0"], []string{SplitUnverified}) {
-		t.Fatalf("outcomes %v, want 1/1 input_lie and 1/0 unverified", got)
+	if !slices.Equal(got["1/1"], []string{SplitInputLie}) || len(got["1/0"]) != 0 {
+		t.Fatalf("outcomes %v, want 1/1 input_lie and 1/0 audited", got)
+	}
+	if tk := n.task(id, 1); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditSplit {
+		t.Fatalf("stage 1 is %s (audit %q), want an audit of its lone slot", tk.Status, tk.Audit)
 	}
 	if p, _ := GetProvider(n.tree, liar); !p.Tombstoned {
 		t.Error("the input liar is not tombstoned")
@@ -342,10 +354,11 @@ func TestSplitInputLie(t *testing.T) {
 	if got, want := n.esc().Bonded(liar), new(uint256.Int).Sub(stake, escrow.MulBps(stake, n.params.Market.FraudSlashBps)); !got.Eq(want) {
 		t.Errorf("input liar's stake %s, want %s", got.Dec(), want.Dec())
 	}
+	n.vote(id, 1, honest[1].hout, n.val)
 	n.endBlock()
 	n.endBlock()
-	if j := n.job(id); j.State != JobCompleted || j.Verified != 1 || !j.Paid.Eq(types.OGPU(6)) {
-		t.Errorf("job %s, %d verified, paid %s; want completed, 1 (stage 0 agreed), 6 oGPU", j.State, j.Verified, j.Paid.Dec())
+	if j := n.job(id); j.State != JobCompleted || j.Verified != 2 || !j.Paid.Eq(types.OGPU(6)) {
+		t.Errorf("job %s, %d verified, paid %s; want completed, 2 (stage 0 agreed, stage 1 audited), 6 oGPU", j.State, j.Verified, j.Paid.Dec())
 	}
 }
 
@@ -353,7 +366,8 @@ func TestSplitInputLie(t *testing.T) {
 // downstream (signed) but reveals a different output, to shift blame onto
 // its downstream. The downstream proves what it received with the
 // upstream's signature: the upstream is slashed and tombstoned with no
-// vote, and stage 1's two replicas, now on equal inputs, agree.
+// vote, stage 1's two replicas, now on equal inputs, agree, and stage 0's
+// honest slot, alone, is audited before it is paid.
 func TestSplitEquivocation(t *testing.T) {
 	n := newSplitNet(t)
 	id := n.award()
@@ -370,8 +384,10 @@ func TestSplitEquivocation(t *testing.T) {
 	if len(eq) != 1 || eq[0].Provider != cheat || eq[0].Signed != honest[1].hin || eq[0].Revealed != two[0].hout {
 		t.Fatalf("equivocation events %+v, want the stage-0 cheat", eq)
 	}
-	if len(eventsOf[EventDisputeOpened](t, n.events)) != 0 {
-		t.Error("a dispute opened: equivocation needs no vote")
+	for _, d := range eventsOf[EventDisputeOpened](t, n.events) {
+		if len(d.Results) != 1 || d.Stage != 0 {
+			t.Errorf("dispute %+v: equivocation needs no vote; only stage 0's lone slot is audited", d)
+		}
 	}
 	if p, _ := GetProvider(n.tree, cheat); !p.Tombstoned {
 		t.Error("the equivocator is not tombstoned")
@@ -380,12 +396,13 @@ func TestSplitEquivocation(t *testing.T) {
 		t.Errorf("equivocator's stake %s, want %s", got.Dec(), want.Dec())
 	}
 	got := outcomes(t, n.events)
-	if !slices.Equal(got["0/1"], []string{SplitEquivocated}) || !slices.Equal(got["0/0"], []string{SplitUnverified}) {
-		t.Fatalf("outcomes %v, want 0/1 equivocated, 0/0 unverified", got)
+	if !slices.Equal(got["0/1"], []string{SplitEquivocated}) || len(got["0/0"]) != 0 {
+		t.Fatalf("outcomes %v, want 0/1 equivocated, 0/0 audited", got)
 	}
 	if c := eventsOf[EventTaskConfirming](t, n.events); len(c) != 1 || c[0].Stage != 1 || c[0].Result != honest[1].hout {
 		t.Fatalf("confirming %+v, want stage 1 agreed on equal (one proven) inputs", c)
 	}
+	n.vote(id, 0, honest[0].hout, n.val)
 	n.endBlock()
 	n.endBlock()
 	if j := n.job(id); j.State != JobCompleted || !j.Paid.Eq(types.OGPU(6)) {
@@ -395,7 +412,9 @@ func TestSplitEquivocation(t *testing.T) {
 
 // TestSplitClientEquivocation (P8): the client feeds the two chains
 // different prompts, signing both. Both stage-0 providers prove their
-// input: nobody is slashed, every slot is paid unverified.
+// input: nobody is slashed; chain 0 (the first) is audited stage by
+// stage, chain 1, on the client's second prompt, is paid by the client
+// (client_input, not verified), so equivocating buys no free work.
 func TestSplitClientEquivocation(t *testing.T) {
 	n := newSplitNet(t)
 	id := n.award()
@@ -411,13 +430,13 @@ func TestSplitClientEquivocation(t *testing.T) {
 		t.Fatalf("%d slashes, want none", got)
 	}
 	got := outcomes(t, n.events)
-	for _, k := range []string{"0/0", "0/1", "1/0", "1/1"} {
-		if !slices.Equal(got[k], []string{SplitUnverified}) {
-			t.Fatalf("outcomes %v, want every slot unverified (paid)", got)
-		}
+	if !slices.Equal(got["0/1"], []string{SplitClientInput}) || !slices.Equal(got["1/1"], []string{SplitClientInput}) || len(got["0/0"])+len(got["1/0"]) != 0 {
+		t.Fatalf("outcomes %v, want chain 1 client_input (paid), chain 0 audited", got)
 	}
-	if j := n.job(id); j.State != JobCompleted || !j.Paid.Eq(types.OGPU(8)) || j.Verified != 0 {
-		t.Errorf("job %s paid %s, %d verified; want completed, 8 oGPU, 0", j.State, j.Paid.Dec(), j.Verified)
+	n.vote(id, 0, honest[0].hout, n.val)
+	n.vote(id, 1, honest[1].hout, n.val)
+	if j := n.job(id); j.State != JobCompleted || !j.Paid.Eq(types.OGPU(8)) || j.Verified != 2 {
+		t.Errorf("job %s paid %s, %d verified; want completed, 8 oGPU, 2 (chain 0's audits)", j.State, j.Paid.Dec(), j.Verified)
 	}
 }
 
@@ -682,7 +701,8 @@ func TestSplitChainOrder(t *testing.T) {
 // frame it cannot: a signed prefix differs from the final hash by nature,
 // so it proves the input only, and nobody is slashed for equivocation.
 // The downstream's input (fewer frames than its upstream sent) is then
-// compared with nobody: both stage-1 slots are paid unverified.
+// compared with nobody: stage 1 audits the first chain's slot, and the
+// prefix claimant is not compared (unpaid, not slashed).
 func TestSplitPrefixProofFramesNobody(t *testing.T) {
 	n := newSplitNet(t)
 	id := n.award()
@@ -698,8 +718,11 @@ func TestSplitPrefixProofFramesNobody(t *testing.T) {
 		t.Fatalf("%d slashes, want none", got)
 	}
 	got := outcomes(t, n.events)
-	if !slices.Equal(got["1/0"], []string{SplitUnverified}) || !slices.Equal(got["1/1"], []string{SplitUnverified}) {
-		t.Fatalf("outcomes %v, want both stage-1 slots unverified", got)
+	if !slices.Equal(got["1/1"], []string{SplitNotCompared}) || len(got["1/0"]) != 0 {
+		t.Fatalf("outcomes %v, want 1/1 not_compared and 1/0 audited", got)
+	}
+	if tk := n.task(id, 1); tk.Status != verifier.TaskDisputed || tk.Audit != verifier.AuditSplit {
+		t.Fatalf("stage 1 is %s (audit %q), want an audit", tk.Status, tk.Audit)
 	}
 	if c := eventsOf[EventTaskConfirming](t, n.events); len(c) != 1 || c[0].Stage != 0 {
 		t.Fatalf("confirming %+v, want stage 0 agreed", c)
@@ -724,8 +747,8 @@ func TestSplitStageZeroInputLie(t *testing.T) {
 	n.events = nil
 	n.advanceTo(n.task(id, 0).RevealDeadline + 4 + 1)
 	got := outcomes(t, n.events)
-	if !slices.Equal(got["0/1"], []string{SplitInputLie}) || !slices.Equal(got["0/0"], []string{SplitUnverified}) {
-		t.Fatalf("outcomes %v, want 0/1 input_lie, 0/0 unverified", got)
+	if !slices.Equal(got["0/1"], []string{SplitInputLie}) || len(got["0/0"]) != 0 {
+		t.Fatalf("outcomes %v, want 0/1 input_lie, 0/0 audited", got)
 	}
 	if p, _ := GetProvider(n.tree, liar); !p.Tombstoned {
 		t.Error("the stage-0 input liar is not tombstoned")

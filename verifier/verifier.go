@@ -159,6 +159,10 @@ const (
 	// TaskGame: the revealed results of a fine-tune task differ; the
 	// step-bisection games of package finetune decide who is paid.
 	TaskGame TaskStatus = 7
+	// TaskHeld: a split stage downstream of a disputed stage, held until
+	// that stage's verdict says which replica chain computed on a true
+	// input; its slots on that chain are then judged (market split.go).
+	TaskHeld TaskStatus = 8
 )
 
 // Voting reports whether validators vote on the task (a dispute or an
@@ -181,6 +185,8 @@ func (s TaskStatus) String() string {
 		return "input_check"
 	case TaskGame:
 		return "game"
+	case TaskHeld:
+		return "held"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
@@ -272,6 +278,10 @@ const (
 	// r eligible winners, or no-shows), so the validators re-execute it
 	// before it is paid.
 	AuditShort = "short"
+	// AuditSplit: a split stage's slot has no other slot on the same
+	// input to compare with (its partner chain was knocked out, no-showed
+	// or is downstream of a lie), so the validators replay it.
+	AuditSplit = "split"
 )
 
 // Keeper reads and writes verification state.

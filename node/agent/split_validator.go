@@ -13,9 +13,10 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// reexecuteSplit re-executes the disputed stage of split job j: it fetches
-// the stage's input transcript from a provider of the stage (the slots
-// of a disputed group revealed the same input, so any of them will do),
+// reexecuteSplit re-executes the disputed or audited stage of split job
+// j: it fetches the stage's input transcript from a provider of the
+// stage's compared group (its slots revealed the same input, so any of
+// them will do; slots settled on their own are outside the vote),
 // checks it as the stage's receiver did (the upstream's signature on
 // every frame, steps, positions, sizes) and that it is the input they
 // revealed, fetches the stage's slice, replays the transcript through it
@@ -31,7 +32,9 @@ func (v *Validator) reexecuteSplit(ctx context.Context, j *chain.JobView, stage 
 	}
 	var errs []error
 	for c, s := range j.Tasks[stage].Slots {
-		if s.Hin == nil || s.Result == nil {
+		// A slot settled on its own (input_unproven, not_compared, ...)
+		// is outside the vote: replay only the disputed or audited group.
+		if s.Hin == nil || s.Result == nil || s.NoShow || s.Settled {
 			continue
 		}
 		h, err := v.replaySlot(ctx, j, chainID, stage, uint16(c), s)
