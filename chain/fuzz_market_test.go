@@ -664,7 +664,9 @@ func fmSeeds() []fmNamedSeed {
 	name = "auction_dispute"
 	// Job 1 awarded to bob and carol; stage 0 agrees (and settles three
 	// blocks later), stage 1 is disputed and val's vote, sealed then
-	// opened, settles it against carol (fraud: slashed, tombstoned).
+	// opened, settles it against carol (fraud: slashed, tombstoned). Each
+	// stage has two bids for two slots, so it clears at its highest
+	// winning bid (AppVersion 8), not the cap: stage 0 at 8, stage 1 at 5.
 	s := &fmSeed{}
 	s.commitBid(fmBob, 1, 0, fmPrice5, 1).commitBid(fmCarol, 1, 0, fmPrice8, 2).
 		commitBid(fmBob, 1, 1, fmPrice3, 3).commitBid(fmCarol, 1, 1, fmPrice5, 4).advance(2)
@@ -747,7 +749,12 @@ func fmSeeds() []fmNamedSeed {
 	// report is a duplicate); val votes it bad: each is paid the price, the
 	// client's wasted reservation. Stage 1: bob reports, carol commits; val
 	// votes the input available: bob gets a fresh window (a second report is
-	// refused), does not commit and is a no-show; carol's result settles.
+	// refused), does not commit and is a no-show. Carol's result is then
+	// the only one, fewer than r: since AppVersion 8 it goes to an audit
+	// (the job's default short policy), which val does not vote on: it
+	// ends "unresolved", carol unpaid, val slashed for the missed vote.
+	// Both stages clear at their highest winning bid (two bids for two
+	// slots, AppVersion 8): stage 0 at 8, stage 1 at 5.
 	s = &fmSeed{}
 	s.commitBid(fmBob, 1, 0, fmPrice5, 1).commitBid(fmCarol, 1, 0, fmPrice8, 2).
 		commitBid(fmBob, 1, 1, fmPrice3, 3).commitBid(fmCarol, 1, 1, fmPrice5, 4).advance(2)
@@ -817,8 +824,11 @@ func TestFuzzMarketSeeds(t *testing.T) {
 		check      func(t *testing.T, snap *store.Snapshot)
 	}{
 		"auction_dispute": {
-			codes:      []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, jailed, jailed},
-			jobs:       []jobEnd{{1, market.JobCompleted, types.OGPU(30), types.OGPU(50)}},
+			codes: []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, jailed, jailed},
+			// 2 × 8 for stage 0, 5 to bob for stage 1: each stage had two
+			// bids for its two slots and cleared at its highest winning
+			// bid (AppVersion 8; it was the cap, 10: 30 in all).
+			jobs:       []jobEnd{{1, market.JobCompleted, types.OGPU(21), types.OGPU(50)}},
 			tombstoned: []string{"carol"},
 		},
 		"no_show_backup": {
@@ -841,10 +851,20 @@ func TestFuzzMarketSeeds(t *testing.T) {
 		},
 		"input_check": {
 			codes: []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, unauth, invalid, dup, ok, ok, ok, ok, ok, ok, ok, phase, ok},
-			// 2 × 10 for stage 0's bad input, 10 to carol for stage 1.
-			jobs: []jobEnd{{1, market.JobCompleted, types.OGPU(30), new(uint256.Int)}},
+			// 2 × 8 for stage 0's bad input (its highest winning bid,
+			// AppVersion 8; it was the cap, 10), nothing for stage 1:
+			// carol's lone result went to an audit nobody decided (it was
+			// agreed and paid 10 before AppVersion 8).
+			jobs: []jobEnd{{1, market.JobCompleted, types.OGPU(16), new(uint256.Int)}},
 			check: func(t *testing.T, snap *store.Snapshot) {
 				k := escrow.NewKeeper(snap)
+				if tk, _ := verifier.NewKeeper(snap).GetTask(1, 1); tk.Outcome != "unresolved" || tk.Audit != verifier.AuditShort {
+					t.Errorf("stage 1 settled %q (audit %q), want unresolved (audit %q)", tk.Outcome, tk.Audit, verifier.AuditShort)
+				}
+				// val missed the audit's vote: 0.1% of 10000 = 10.
+				if got := k.Bonded(addrOf("val")); !got.Eq(types.OGPU(9990)) {
+					t.Errorf("val has %s bonded, want 9990 oGPU", types.FormatAmount(got))
+				}
 				// bob's no-show after the fresh window: 2% of 200 = 4.
 				if got := k.Bonded(addrOf("bob")); !got.Eq(types.OGPU(196)) {
 					t.Errorf("bob has %s bonded, want 196 oGPU", types.FormatAmount(got))
