@@ -46,9 +46,9 @@ func TestSplitJobQuery(t *testing.T) {
 		}
 	}
 	want := []slot{
-		{0, "p0c", 9, "#prompt", false, true}, // equivocated
-		{1, "p0a", 9, "#prompt", false, true}, // paid unverified
-		{0, "p1a", 9, "#x", true, false},      // proved p0c's signature
+		{0, "p0c", 9, "#prompt", false, true},  // equivocated
+		{1, "p0a", 9, "#prompt", false, false}, // alone on its input: audited with its task (AppVersion 8; it was paid unverified, on its own)
+		{0, "p1a", 9, "#x", true, false},       // proved p0c's signature
 		{1, "p1b", 9, "#x", false, false},
 	}
 	if !slices.Equal(got, want) {
