@@ -106,8 +106,10 @@ type App struct {
 	proposalBudget time.Duration
 	now            func() time.Time
 
-	// extender makes this validator's vote extensions (voteext.go).
+	// extender makes this validator's vote extensions' bridge part and
+	// beacon their beacon part (voteext.go).
 	extender Extender
+	beacon   BeaconSigner
 
 	// committed is the last saved version, through the tree's reader, for
 	// PreverifyTx's cheap checks without checkMu (sigcache.go); nil until
@@ -363,7 +365,7 @@ func (a *App) PrepareProposal(_ context.Context, req *abci.PrepareProposalReques
 	var txs [][]byte
 	var size int64
 	var gas uint64
-	if inj := injection(params.Bridge != nil, req.LocalLastCommit); inj != nil && int64(len(inj)) <= req.MaxTxBytes {
+	if inj := injection(req.LocalLastCommit); inj != nil && int64(len(inj)) <= req.MaxTxBytes {
 		txs = append(txs, inj)
 		size += int64(len(inj))
 	}
@@ -410,10 +412,10 @@ func (a *App) ProcessProposal(_ context.Context, req *abci.ProcessProposalReques
 	var gas uint64
 	for i, bz := range req.Txs {
 		if isInjected(bz) {
-			if i != 0 || params.Bridge == nil {
+			if i != 0 {
 				return reject, nil
 			}
-			if _, _, err := checkInjected(a.tree, string(a.tree.Get(ChainIDKey())), req.Height, bz, req.ProposedLastCommit); err != nil {
+			if _, _, _, err := checkInjected(a.tree, string(a.tree.Get(ChainIDKey())), req.Height, bz, req.ProposedLastCommit); err != nil {
 				a.logger.Info("proposal rejected: bad injected commit", "height", req.Height, "err", err)
 				return reject, nil
 			}

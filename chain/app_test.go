@@ -154,20 +154,20 @@ func script(h *harness) {
 // They change only when the state machine's rules or encodings change, which
 // is a new AppVersion.
 //
-// Last changed by issue 17's pruning (AppVersion 7): the script moves no
-// job; what changed is the params record (key 0x00 0x01), which now carries
-// params.market.retain_blocks (with retain_blocks 0 the hashes are those of
-// AppVersion 6, checked when they were regenerated). Issue 16 (fine-tune
-// jobs, AppVersion 5) changed them the same way (the finetune section);
-// AppVersion 6 (auctions close once every sealed bid is revealed) changed
-// no hash here, only the scenarios' goldens (testdata/scenarios).
+// Last changed by issue 30 (AppVersion 8): the params record carries
+// params.market.audit_rate_bps, and every block's end writes the beacon's
+// value of the height before it and its next height (keys 0x71, 0x72;
+// package beacon). Before that, issue 17's pruning (AppVersion 7) added
+// params.market.retain_blocks, and issue 16 (fine-tune jobs, AppVersion 5)
+// the finetune section; AppVersion 6 changed no hash here, only the
+// scenarios' goldens (testdata/scenarios).
 var goldenHashes = []string{
-	"d5707ba34ca204a4e763e2e1e56425d6958c8bc84abf77329c2a61bc11819d2e",
-	"32d8a643269b61520bbc8a5948a5ebfb6bc3a71c864a6273d645b4d99d6bee65",
-	"5b68bba6a61fb7a8d2f68e8649da1f8e778080ad8b01a8312d3bf612fd0fca6f",
-	"dbac7cc294d2a93e8329fd0b2106fce5b1659e095a4f996fad003cd15f5a4841",
-	"b96378c9b49602e592a7f04d72d224439ef84db83f1f6078b8f254c2f4e0823b",
-	"7d51c3fd4ab8614eabbbbf4fa3e5fb05e840ed70b5af488a6ae8fb8a07493e65",
+	"783a57a2d047b1862e3a290c58a0e23ac53fa3eb372ab2341658d23cd6498a6c",
+	"c37fa59369883e222a1f19a32f98c90b1eed2f0f488d4e27028840d1a81771c0",
+	"a22100533374c6a3e836f2ad7c2e8195b44821671a71d229837cc6e7b8c39dfc",
+	"1432821c166724f8073f12b0cfdd28a8590a1b599beff3149dcfbd4dcc64d9f1",
+	"ba05f11c5dfd11a843f65d598cc0dc6a83855e58c18e81ac24c8ac2374b393f2",
+	"b55e1c6b8a6f07df08c1696f5a00726bdcbe5287d633f3e7b2f78ad4550117ea",
 }
 
 func runScript(t testing.TB) []string {

@@ -7,6 +7,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/api/cometbft/types/v1"
 
+	"github.com/ogpu-network/ogpu/beacon"
 	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
@@ -110,6 +111,12 @@ func padAddr(b []byte) []byte {
 // power changes for CometBFT, and pays the fee pool to validators by power.
 func endBlock(kv store.KV, p genesis.Params, env blockEnv, evs *types.Events) []escrow.PowerUpdate {
 	chainID := string(kv.Get(ChainIDKey()))
+	// The beacon first: the market's audits draw from its final values.
+	ek := escrow.NewKeeper(kv)
+	beacon.NewKeeper(kv, evs).Finalize(env.height, func(op types.Address) bool {
+		v, ok := ek.GetValidator(op)
+		return ok && !v.Jailed && !v.Tombstoned && ek.Power(p.Staking, op, v) > 0 && ek.ReportedPower(v.PubKey) > 0
+	})
 	mk := market.NewKeeper(market.Context{KV: kv, Height: env.height, BlockHash: env.hash, Params: p, Events: evs, ChainID: chainID})
 	mk.EndBlock()
 	for _, s := range session.NewKeeper(sessionContext(kv, env, evs)).EndBlock() {

@@ -203,7 +203,7 @@ func TestBridgeInjectedCommitTampered(t *testing.T) {
 		"stripped extension": func(e *abci.ExtendedCommitInfo) [][]byte { e.Votes[3].VoteExtension = nil; return nil },
 		"wrong round":        func(e *abci.ExtendedCommitInfo) [][]byte { e.Round = 1; return nil },
 		"not first": func(e *abci.ExtendedCommitInfo) [][]byte {
-			return [][]byte{b.tx("alice", send("bob", types.OGPU(1))), injection(true, *e)}
+			return [][]byte{b.tx("alice", send("bob", types.OGPU(1))), injection(*e)}
 		},
 	}
 	for name, f := range tamper {
@@ -211,7 +211,7 @@ func TestBridgeInjectedCommitTampered(t *testing.T) {
 		e.Votes = append([]abci.ExtendedVoteInfo(nil), ext.Votes...)
 		txs := f(&e)
 		if txs == nil {
-			txs = [][]byte{injection(true, e)}
+			txs = [][]byte{injection(e)}
 		}
 		if b.process(txs, last) {
 			t.Errorf("%s: ProcessProposal accepted it", name)
@@ -222,7 +222,7 @@ func TestBridgeInjectedCommitTampered(t *testing.T) {
 	bad.Votes = append([]abci.ExtendedVoteInfo(nil), ext.Votes...)
 	bad.Votes[0].Validator.Power = 1
 	before := b.balance("alice")
-	res := b.finalize([][]byte{injection(true, bad)}, last)
+	res := b.finalize([][]byte{injection(bad)}, last)
 	if res[0].Code == 0 || !strings.Contains(res[0].Log, "not the last commit's") {
 		t.Fatalf("FinalizeBlock applied a tampered commit: %+v", res[0])
 	}
@@ -236,7 +236,7 @@ func TestBridgeInjectedCommitTampered(t *testing.T) {
 	}
 	// A commit from an earlier height replayed (same validators, powers and
 	// flags): its extension signatures are for another height.
-	if b.process([][]byte{injection(true, ext)}, last) {
+	if b.process([][]byte{injection(ext)}, last) {
 		t.Error("a commit from an earlier height was accepted")
 	}
 }
@@ -514,8 +514,9 @@ func TestBridgeExtenderFailureCostsOnlyTheExtension(t *testing.T) {
 	}
 	ok := deposits(deposit(1, "alice", 1)).Encode()
 	b.app.extender = extenderFunc(func() []byte { return ok })
-	if res, _ := b.app.ExtendVote(context.Background(), &abci.ExtendVoteRequest{Height: b.height + 1}); string(res.VoteExtension) != string(ok) {
-		t.Error("a good extension was not sent")
+	res, _ := b.app.ExtendVote(context.Background(), &abci.ExtendVoteRequest{Height: b.height + 1})
+	if _, ext, err := decodeVoteExtension(res.VoteExtension, true); err != nil || ext == nil || string(ext.Encode()) != string(ok) {
+		t.Errorf("a good extension was not sent: %x (%v)", res.VoteExtension, err)
 	}
 }
 

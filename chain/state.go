@@ -96,6 +96,10 @@ func initGenesis(kv store.KV, chainID string, d *genesis.Doc) error {
 // chain's, because IAVL node hashes commit to the version each node was
 // written at.
 //
+// The beacon's values and registrations are not exported: they are
+// history, and a restarted chain's validators register their hash chains
+// anew at their next vote (package beacon).
+//
 // The genesis document describes accounts and validators; a chain with
 // market or staking state beyond that (providers, jobs, unbonding stake,
 // stake of non-validators, jailed validators) cannot be exported yet and

@@ -258,6 +258,11 @@ type MarketParams struct {
 	// session job also waits for its session's dispute window. 0 keeps
 	// every job forever (the rule before app version 7).
 	RetainBlocks uint64 `json:"retain_blocks" rlp:"optional"`
+	// AuditRateBps of the tasks whose r results agreed are audited: the
+	// validators re-execute them before they are paid, drawn from the
+	// randomness beacon after the results are revealed (market/audit.go).
+	// 0 audits none.
+	AuditRateBps uint64 `json:"audit_rate_bps" rlp:"optional"`
 }
 
 // FinetuneParams govern fine-tune jobs (market/finetune.go) and the
@@ -377,6 +382,10 @@ func DefaultMarketParams() MarketParams {
 		// few minutes still finds a job it watched (docs/design-notes.md
 		// "Pruning settled jobs").
 		RetainBlocks: 500,
+		// One agreed task in twenty re-executed by the validators: with
+		// r = 2 about 2.5% more compute than the replicas themselves
+		// (docs/benchmarks.md, "The cost of verification").
+		AuditRateBps: 500,
 	}
 }
 
@@ -453,6 +462,8 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.provider_jail_blocks must be positive")
 	case p.CanaryBlocks == 0 || p.CanaryBlocks > p.DisputeBlocks:
 		return fmt.Errorf("params.market.canary_blocks = %d: want 1..dispute_blocks (%d)", p.CanaryBlocks, p.DisputeBlocks)
+	case p.AuditRateBps > 10_000:
+		return fmt.Errorf("params.market.audit_rate_bps = %d: want 0..10000", p.AuditRateBps)
 	case p.CanaryRateBps > 10_000 || p.VoteSlashBps > 10_000:
 		return fmt.Errorf("params.market: canary_rate_bps and vote_slash_bps are basis points, at most 10000")
 	case p.MaxDeadlineWork < 1+p.MaxStages:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/beacon"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
@@ -145,6 +146,9 @@ func (n *testNet) endBlock() {
 	n.tb.Helper()
 	c := store.NewCache(n.tree)
 	var evs types.Events
+	// As chain's endBlock: the beacon first (no validator registers a
+	// chain here, so each height's value is final a block later).
+	beacon.NewKeeper(c, &evs).Finalize(n.height, func(types.Address) bool { return true })
 	n.keeperOver(c, &evs).EndBlock()
 	esc := escrow.NewKeeper(c)
 	esc.MatureUnbondings(n.height)

@@ -380,6 +380,10 @@ func (k *Keeper) endVote(j *Job, stage uint16, t *verifier.Task) {
 			k.settle(j, stage, t, OutcomeAudited, verdict) // short.go
 		case decided:
 			k.settle(j, stage, t, "verdict", verdict)
+		case t.Audit == verifier.AuditRandom:
+			// r results agreed; the audit that was to check them did not
+			// conclude: the agreement stands (audit.go).
+			k.settle(j, stage, t, "agreed", t.Revealed()[0])
 		default:
 			k.settle(j, stage, t, "unresolved", types.Hash{})
 		}
@@ -487,11 +491,13 @@ func (k *Keeper) evaluate(j *Job, stage uint16, t *verifier.Task, atDeadline boo
 	}
 }
 
-// confirm starts an agreed task's canary window: it settles on result at
-// ConfirmBy unless a canary claim contests it.
+// confirm starts an agreed task's canary window: at ConfirmBy it is drawn
+// for a random audit or settles on result (audit.go), unless a canary
+// claim contests it first.
 func (k *Keeper) confirm(j *Job, stage uint16, t *verifier.Task, result types.Hash) {
 	t.Status = verifier.TaskConfirming
 	t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
+	t.DrawAt = k.ctx.Height // audit.go
 	k.ver.SetTask(j.ID, stage, t)
 	k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
 	k.emit(EventTaskConfirming{Job: j.ID, Stage: stage, Result: result, SettlesAt: t.ConfirmBy})
@@ -854,7 +860,7 @@ func (k *Keeper) EndBlock() {
 			}
 		case deadlineConfirm:
 			if t, ok := k.ver.GetTask(j.ID, d.stage); ok && t.Status == verifier.TaskConfirming && t.ConfirmBy == d.height {
-				k.settle(j, d.stage, t, "agreed", t.Revealed()[0])
+				k.confirmDeadline(j, d.stage, t) // audit.go
 			}
 		}
 	}

@@ -91,6 +91,25 @@ func (a *atkNet) finish(id uint64) {
 	}
 }
 
+// finishAudited ends blocks until the job completes; when the beacon
+// draws its task for an audit, every validator re-executes it and votes
+// truth. It reports whether it was audited.
+func (a *atkNet) finishAudited(id uint64, truth types.Hash) bool {
+	audited := false
+	for a.job(id).State.Open() {
+		if a.height > 100_000 {
+			a.tb.Fatalf("job %d still open", id)
+		}
+		if tk, ok := a.ver().GetTask(id, 0); ok && tk.Status == verifier.TaskDisputed && tk.Audit == verifier.AuditRandom && len(a.ver().Votes(id, 0)) == 0 {
+			audited = true
+			a.vote(id, 0, truth, a.vals...)
+			continue
+		}
+		a.endBlock()
+	}
+	return audited
+}
+
 func perJob(x *big.Int, jobs int) *big.Rat {
 	return new(big.Rat).SetFrac(x, big.NewInt(int64(jobs)))
 }
@@ -103,11 +122,13 @@ func ogpuStr(r *big.Rat) string {
 // TestEconomicsCanaryCartel: a cartel holds both slots of every job and
 // agrees on junk, never computing. One job in 20 (canary_rate_bps = 500) is
 // a validator's canary posted from an account nothing links to it, sealed
-// with the known answer; the cartel cannot tell it from the others (same
-// fields, a seal that looks random), so it lies there too, the validator
-// contests during the canary window, the validators vote the answer, and
-// both members are slashed and tombstoned. Expected cartel profit per job:
-// (1−ρ)·2P − ρ·2·f·S = 0.95·4 − 0.05·100 = −1.2 oGPU.
+// with the known answer, and the beacon draws about one agreed task in 20
+// (audit_rate_bps = 500) for a random audit after the reveals. On a canary
+// the validator contests during the canary window; on an audited task the
+// validators re-execute; either way they vote the answer and both members
+// are slashed and tombstoned. Cartel profit per job: ((jobs − caught)·2P −
+// caught·2·f·S) / jobs, with caught the canaries and audits of the run
+// (ρ ≈ 0.1: 0.9·4 − 0.1·100 ≈ −6.4 oGPU).
 func TestEconomicsCanaryCartel(t *testing.T) {
 	a := newAtkNet(t)
 	jobs := 40
@@ -118,6 +139,7 @@ func TestEconomicsCanaryCartel(t *testing.T) {
 	backup := a.provider("honest")
 	backupBefore := a.worth(backup)
 	cartel, honestProfit := new(big.Int), new(big.Int)
+	audits := 0
 	shell, validator := addrOf("shell"), a.vals[1]
 	for i := range jobs {
 		m := auctionJob(2, types.OGPU(3))
@@ -144,7 +166,9 @@ func TestEconomicsCanaryCartel(t *testing.T) {
 			})
 			a.vote(id, 0, answer, a.vals...)
 		}
-		a.finish(id)
+		if a.finishAudited(id, answer) && !canary {
+			audits++
+		}
 		after := new(big.Int).Add(a.worth(c1), a.worth(c2))
 		cartel.Add(cartel, after.Sub(after, before))
 		if canary {
@@ -155,8 +179,9 @@ func TestEconomicsCanaryCartel(t *testing.T) {
 	}
 	honestProfit.Sub(a.worth(backup), backupBefore)
 	got := perJob(cartel, jobs)
-	want := new(big.Rat).SetFrac(new(big.Int).Sub(new(big.Int).Mul(big.NewInt(int64(jobs-jobs/rate)), types.OGPU(4).ToBig()), new(big.Int).Mul(big.NewInt(int64(jobs/rate)), types.OGPU(100).ToBig())), big.NewInt(int64(jobs)))
-	t.Logf("canary cartel, %d jobs, one canary in %d: cartel profit per job %s (formula %s); honest backup %s per job", jobs, rate, ogpuStr(got), ogpuStr(want), ogpuStr(perJob(honestProfit, jobs)))
+	caught := jobs/rate + audits
+	want := new(big.Rat).SetFrac(new(big.Int).Sub(new(big.Int).Mul(big.NewInt(int64(jobs-caught)), types.OGPU(4).ToBig()), new(big.Int).Mul(big.NewInt(int64(caught)), types.OGPU(100).ToBig())), big.NewInt(int64(jobs)))
+	t.Logf("canary cartel, %d jobs, one canary in %d, %d random audits: cartel profit per job %s (formula %s); honest backup %s per job", jobs, rate, audits, ogpuStr(got), ogpuStr(want), ogpuStr(perJob(honestProfit, jobs)))
 	if got.Cmp(want) != 0 {
 		t.Errorf("cartel profit per job %s, want %s", ogpuStr(got), ogpuStr(want))
 	}

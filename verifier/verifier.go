@@ -270,6 +270,10 @@ type Task struct {
 	// Outcome is how a settled task settled (the task_settled event's
 	// outcome: agreed, verdict, audited, unverified, ...), for queries.
 	Outcome string `rlp:"optional"`
+	// DrawAt is the beacon height whose value decides whether a
+	// confirming task is audited (market/audit.go): the height that
+	// confirmed it, whose value is made after its block is decided.
+	DrawAt uint64 `rlp:"optional"`
 }
 
 // Audit reasons (Task.Audit).
@@ -282,6 +286,9 @@ const (
 	// input to compare with (its partner chain was knocked out, no-showed
 	// or is downstream of a lie), so the validators replay it.
 	AuditSplit = "split"
+	// AuditRandom: the task's r results agreed, and the randomness beacon
+	// drew it for an audit (market/audit.go).
+	AuditRandom = "random"
 )
 
 // Keeper reads and writes verification state.
