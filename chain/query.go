@@ -192,6 +192,9 @@ func query(snap *store.Snapshot, req *abci.QueryRequest) (*abci.QueryResponse, e
 		if !ok && err == nil {
 			v, ok, err = statsQuery(snap, path)
 		}
+		if !ok && err == nil {
+			v, ok, err = beaconQuery(snap, path)
+		}
 		if err != nil {
 			return nil, err
 		}

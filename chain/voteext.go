@@ -68,7 +68,7 @@ func WithExtender(e Extender) Option { return func(a *App) { a.extender = e } }
 // (not a validator, its seed unreadable). committed is the last
 // committed state, read-only.
 type BeaconSigner interface {
-	Reveal(height int64, committed store.Reader) *beacon.Reveal
+	Reveal(height int64, committed store.KV) *beacon.Reveal
 }
 
 // WithBeacon makes the app add s's reveals to its vote extensions.

@@ -246,8 +246,9 @@ func WriteGenesis(path string, gen *cmttypes.GenesisDoc, doc *genesis.Doc) error
 	if gen.ConsensusParams == nil {
 		gen.ConsensusParams = DefaultConsensusParams()
 	}
-	// The bridge's attestations travel in vote extensions (chain/voteext.go).
-	if doc.Params.Bridge != nil && gen.ConsensusParams.Feature.VoteExtensionsEnableHeight == 0 {
+	// The beacon's reveals and the bridge's attestations travel in vote
+	// extensions (chain/voteext.go): on from the first height.
+	if gen.ConsensusParams.Feature.VoteExtensionsEnableHeight == 0 {
 		gen.ConsensusParams.Feature.VoteExtensionsEnableHeight = max(gen.InitialHeight, 1)
 	}
 	if err := doc.Params.Staking.CheckEvidenceAge(gen.ConsensusParams.Evidence.MaxAgeNumBlocks); err != nil {
@@ -321,7 +322,16 @@ func StartChainNodeWith(ctx context.Context, conf *cmtcfg.Config, logger log.Log
 		tree.Close()
 		return nil, err
 	}
-	opts = append(append([]chain.Option{chain.WithLogger(logger.With("module", "app")), chain.WithSnapshots(snaps)}, space...), opts...)
+	// The node's beacon seed, for its consensus key: used only while that
+	// key is a validator's (package beacon).
+	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
+	seed, err := OpenBeaconSeed(filepath.Join(conf.DBDir(), BeaconSeedFile), pv.Key.PubKey.Bytes(), logger.With("module", "beacon"))
+	if err != nil {
+		snaps.Close()
+		tree.Close()
+		return nil, err
+	}
+	opts = append(append([]chain.Option{chain.WithLogger(logger.With("module", "app")), chain.WithSnapshots(snaps), chain.WithBeacon(seed)}, space...), opts...)
 	app := chain.NewApp(tree, opts...)
 	fail := func(err error) (*ChainNode, error) {
 		snaps.Close()
@@ -332,7 +342,6 @@ func StartChainNodeWith(ctx context.Context, conf *cmtcfg.Config, logger log.Log
 	if err != nil {
 		return fail(fmt.Errorf("cannot load node key: %w", err))
 	}
-	pv := privval.LoadFilePV(conf.PrivValidatorKeyFile(), conf.PrivValidatorStateFile())
 	var served abci.Application = app
 	if o.Wrap != nil {
 		served = o.Wrap(app)

@@ -109,6 +109,12 @@ func (c *Client) Params(ctx context.Context) (*genesis.Params, error) {
 	return &p, c.queryJSON(ctx, chain.QueryParams, &p)
 }
 
+// Beacon returns the randomness beacon's state.
+func (c *Client) Beacon(ctx context.Context) (*chain.BeaconView, error) {
+	var v chain.BeaconView
+	return &v, c.queryJSON(ctx, chain.QueryBeacon, &v)
+}
+
 // Supply returns the supply breakdown.
 func (c *Client) Supply(ctx context.Context) (*chain.SupplyView, error) {
 	var v chain.SupplyView
