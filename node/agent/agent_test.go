@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cmtcfg "github.com/cometbft/cometbft/config"
 	"github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/rpc/client/local"
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
@@ -50,6 +51,16 @@ type testNet struct {
 	validatorRPC *downRPC
 	// checks receives the end of every dispute check of the validator.
 	checks chan checkResult
+	// validatorDone receives what the last started validator agent's Run
+	// returned.
+	validatorDone chan error
+	// The validator agent's operator key, host and store (newTestNet).
+	operator      *ecdsa.PrivateKey
+	operatorHost  *p2p.Host
+	operatorStore *blobstore.Store
+	// The chain's node (the genesis validator) and its configuration.
+	chainNode *node.ChainNode
+	chainConf *cmtcfg.Config
 	// stageEvals are the CKKS stage evaluations each pipeline provider
 	// reported (ProviderConfig.OnStageEvaluated), by name.
 	stageMu    sync.Mutex
@@ -82,6 +93,14 @@ type checkResult struct {
 // newTestNet starts the chain, with what tweaks change in its genesis,
 // and its validator agent.
 func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
+	n := newTestChainNet(t, tweaks...)
+	n.startValidator(n.operator, n.operatorHost, n.operatorStore)
+	return n
+}
+
+// newTestChainNet is newTestNet without the validator agent: the test
+// starts it (startValidator with the operator's key, host and store).
+func newTestChainNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	path, err := FindModel()
 	if err != nil {
 		t.Fatalf("agent tests need the shared model: %v", err)
@@ -115,6 +134,7 @@ func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cn.Close() })
+	n.chainNode, n.chainConf = cn, conf
 	// Agents stop before the node closes (cleanups run last-in first-out).
 	t.Cleanup(func() { cancel(); n.agents.Wait() })
 	n.c = &node.Client{RPC: local.New(cn.Node)}
@@ -131,7 +151,7 @@ func newTestNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	// node a test can take down (validatorRPC.down).
 	n.validatorRPC = &downRPC{Client: n.c.RPC}
 	n.checks = make(chan checkResult, 64)
-	n.startValidator(op, vh, vs)
+	n.operator, n.operatorHost, n.operatorStore = op, vh, vs
 	return n
 }
 
@@ -152,8 +172,10 @@ func (n *testNet) startValidator(op *ecdsa.PrivateKey, h *p2p.Host, s *blobstore
 	done := make(chan struct{})
 	n.validator = v
 	n.stopValidator = func() { cancel(); <-done; v.Close() }
+	ran := make(chan error, 1)
+	n.validatorDone = ran
 	n.agents.Add(1)
-	go func() { defer n.agents.Done(); defer close(done); _ = v.Run(ctx) }()
+	go func() { defer n.agents.Done(); defer close(done); ran <- v.Run(ctx) }()
 }
 
 func (n *testNet) host(name string, key *ecdsa.PrivateKey) (*p2p.Host, *blobstore.Store) {

@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ogpu-network/ogpu/node"
@@ -159,4 +162,119 @@ func (v *Validator) sendVote(ctx context.Context, job uint64, stage uint16, what
 		return err
 	})
 	return height, err
+}
+
+// An agent reads the chain before its block loop (the chain's parameters,
+// its own records, the block to follow from). The node may not answer yet:
+// a fresh chain's node before its first commit refuses every state query
+// ("no committed state yet"), and a node still starting, catching up or
+// restarting does not answer at all. An agent started with its node (ogpud
+// start runs the validator agent beside the chain) meets exactly that: it
+// waits for the chain (waitForChain) rather than stop, and says what it
+// waits for.
+const (
+	// startRetryMax bounds the wait between two start-up reads.
+	startRetryMax = 5 * time.Second
+	// startLogEvery: while the node keeps answering the same way, the
+	// wait is logged again this often.
+	startLogEvery = time.Minute
+)
+
+// errNoBlockYet is a node's status at height 0: it has committed no block.
+var errNoBlockYet = errors.New("the node has committed no block yet")
+
+// waitRefused reports whether err, met by an agent reading the chain
+// before its block loop, is one to wait out: the node cannot be reached or
+// is not there yet (chainUnreachable, errNoBlockYet), or it refused a
+// query (no committed state yet; a node catching up or pruned refusing a
+// height). Not: the end of ctx, a refused transaction (but a stale nonce
+// or fee, see chainUnreachable), or an answer this agent cannot decode (a
+// node of another version: asking again gets the same answer).
+func waitRefused(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var qe *node.QueryError
+	if errors.As(err, &qe) {
+		return true
+	}
+	var se *json.SyntaxError
+	var ue *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &ue) {
+		return false
+	}
+	return chainUnreachable(ctx, err)
+}
+
+// waitingFor says, for the log, what an agent whose read failed with err
+// waits for, and how loud: a fresh chain's first block is what every first
+// start waits for (information); a node that refuses or does not answer,
+// a warning.
+func waitingFor(err error) (string, slog.Level) {
+	var qe *node.QueryError
+	switch {
+	case errors.Is(err, errNoBlockYet), errors.As(err, &qe) && strings.Contains(qe.Log, "no committed state"):
+		return "its first block (the node has committed none yet)", slog.LevelInfo
+	case errors.As(err, &qe):
+		return "the node to answer a query it refused", slog.LevelWarn
+	default:
+		return "the node to answer (down, starting or catching up)", slog.LevelWarn
+	}
+}
+
+// waitForChain calls read until it returns nil or an error that is not
+// waitRefused, or ctx ends, waiting from chainRetryMin, doubling up to
+// startRetryMax, between calls. The wait is logged (waitingFor) when it
+// starts, when what the node answers changes and every startLogEvery,
+// saying which agent waits, for what and why; the end of a wait is logged
+// too. It returns read's last error (joined with ctx's once ctx ends).
+func waitForChain(ctx context.Context, log *slog.Logger, agent, what string, read func() error) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	wait := chainRetryMin
+	start := time.Now()
+	var said string
+	var saidAt time.Time
+	for tries := 1; ; tries++ {
+		err := read()
+		if err == nil {
+			if tries > 1 {
+				log.Info(agent+" agent: the chain answers, going on", "agent", agent, "what", what,
+					"tries", tries, "waited", time.Since(start).Round(time.Second))
+			}
+			return nil
+		}
+		if !waitRefused(ctx, err) {
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = errors.Join(err, ctx.Err())
+			}
+			return err
+		}
+		if why, level := waitingFor(err); why != said || time.Since(saidAt) >= startLogEvery {
+			log.Log(ctx, level, agent+" agent waiting for the chain: "+why+"; asking again", "agent", agent, "what", what,
+				"tries", tries, "waited", time.Since(start).Round(time.Second), "err", err)
+			said, saidAt = why, time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %w)", what, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, startRetryMax)
+	}
+}
+
+// stoppedForGood logs, at error level, that agent stopped on err while
+// ctx is still on: a real error, not a wait for the chain (waitForChain
+// waits those out) nor the end of ctx. hint says what it no longer does
+// and what to do.
+func stoppedForGood(ctx context.Context, log *slog.Logger, agent string, err error, hint string) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("the "+agent+" agent stopped for good: "+hint, "agent", agent, "err", err)
 }

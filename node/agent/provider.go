@@ -17,6 +17,7 @@ import (
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	ctypes "github.com/cometbft/cometbft/rpc/core/types"
 	ethcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 
@@ -254,18 +255,8 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	cfg.Host.SetAuthorize(p.access.Authorize)
 	serveStreams(cfg.Host, &p.feeds, p.access, p.holdsSlot, 10*time.Minute)
 	cfg.Host.Host().SetStreamHandler(SessionProtocol, p.serveSession)
-	if len(cfg.Slices) > 0 || len(cfg.WantSlices) > 0 {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		id, err := cfg.Chain.ChainID(cctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("provider: the chain id binds split hand-offs: %w", err)
-		}
-		if p.splitSrv, err = split.NewServer(cfg.Host.Host(), split.ServerConfig{ChainID: id, Authorize: p.authorizeSplit, Logger: p.log}); err != nil {
-			return nil, err
-		}
-		serveTranscripts(cfg.Host, cfg.Chain, p.splitTranscript)
-	}
+	// Split hand-offs are served from Serve on: they are bound to the
+	// chain's id, which the node may not tell yet (startSplits).
 	if cfg.Finetune {
 		cfg.Host.Host().SetStreamHandler(CheckpointProtocol, p.serveCheckpoint)
 	}
@@ -464,33 +455,86 @@ func (p *Provider) Register(ctx context.Context, info *market.ProviderInfo) erro
 }
 
 // Run prepares and registers the provider, then serves until ctx ends.
-func (p *Provider) Run(ctx context.Context) error {
+// Until its node has a committed block and answers, it waits for it
+// (waitForChain, see Serve): it does not stop on a node that is down,
+// catching up, or a fresh chain's before its first commit. It returns
+// ctx's error once ctx ends; any other error is a real one (no model to
+// serve, a registration the chain refused), also logged at error level
+// (stoppedForGood).
+func (p *Provider) Run(ctx context.Context) (err error) {
+	defer func() {
+		stoppedForGood(ctx, p.log, "provider", err, "it no longer bids, and a task it holds misses its deadline (a no-show is slashed); "+
+			"fix the cause and start it again (ogpud provider run, or ogpud start --provider)")
+	}()
 	info, err := p.Prepare(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.Register(ctx, info); err != nil {
+	if err := p.registerWhenReady(ctx, info); err != nil {
 		return fmt.Errorf("register provider: %w", err)
 	}
 	return p.Serve(ctx)
 }
 
+// registerWhenReady is Register once the node has a committed block and
+// answers (waitForChain). An attempt whose transaction may have reached a
+// mempool is safe to repeat: Register reads the record again, and the
+// Sender sends the same transaction again (see node.Sender.Submit).
+func (p *Provider) registerWhenReady(ctx context.Context, info *market.ProviderInfo) error {
+	return waitForChain(ctx, p.log, "provider", "this provider's record and stake", func() error {
+		if err := p.chainHasBlock(ctx); err != nil {
+			return err
+		}
+		return p.Register(ctx, info)
+	})
+}
+
+// chainHasBlock returns nil once the node has committed a block
+// (errNoBlockYet before, or its failure to answer).
+func (p *Provider) chainHasBlock(ctx context.Context) error {
+	st, err := p.cfg.Chain.RPC.Status(ctx)
+	if err != nil {
+		return p.cfg.Chain.Unreachable(err)
+	}
+	if st.SyncInfo.LatestBlockHeight < 1 {
+		return errNoBlockYet
+	}
+	return nil
+}
+
 // Serve follows the chain until ctx ends: it bids on jobs it can run,
 // reveals its bids, runs the tasks it wins, commits and reveals their
-// results, and serves the outputs.
+// results, and serves the outputs. Until its node has a committed block
+// and answers, it waits for it (waitForChain).
 func (p *Provider) Serve(ctx context.Context) error {
+	var status *ctypes.ResultStatus
+	err := waitForChain(ctx, p.log, "provider", "the chain's latest block", func() (err error) {
+		if status, err = p.cfg.Chain.RPC.Status(ctx); err != nil {
+			return p.cfg.Chain.Unreachable(err)
+		}
+		if status.SyncInfo.LatestBlockHeight < 1 {
+			return errNoBlockYet
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	st, err := p.cfg.Chain.Stake(ctx, p.addr)
 	if err == nil && st.Bonded.IsZero() {
 		p.log.Warn("no stake bonded: the chain refuses bids until you bond (ogpu tx provider bond AMOUNT)")
 	}
-	status, err := p.cfg.Chain.RPC.Status(ctx)
-	if err != nil {
-		return p.cfg.Chain.Unreachable(err)
+	if err := p.startSplits(status.NodeInfo.Network); err != nil {
+		return err
 	}
 	p.height.Store(uint64(status.SyncInfo.LatestBlockHeight))
 	p.readJail(ctx)
 	p.pruneLanes(ctx)
-	blocks, err := p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
+	var blocks <-chan node.BlockEvents
+	err = waitForChain(ctx, p.log, "provider", "the chain's blocks", func() (err error) {
+		blocks, err = p.cfg.Chain.Subscribe(ctx, status.SyncInfo.LatestBlockHeight+1)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -506,6 +550,26 @@ func (p *Provider) Serve(ctx context.Context) error {
 	}
 	p.work.Wait()
 	return ctx.Err()
+}
+
+// startSplits serves split hand-offs, bound to chain id (the node's
+// status says it), if this provider serves slices. It runs in Serve before
+// the block loop, which is what reads splitSrv (cannotRunSplit, the stages
+// it starts), once: a Serve run again keeps the server.
+func (p *Provider) startSplits(id string) error {
+	if p.splitSrv != nil || (len(p.cfg.Slices) == 0 && len(p.cfg.WantSlices) == 0) {
+		return nil
+	}
+	if id == "" {
+		return errors.New("provider: the node did not say its chain id, which binds split hand-offs")
+	}
+	srv, err := split.NewServer(p.cfg.Host.Host(), split.ServerConfig{ChainID: id, Authorize: p.authorizeSplit, Logger: p.log})
+	if err != nil {
+		return err
+	}
+	p.splitSrv = srv
+	serveTranscripts(p.cfg.Host, p.cfg.Chain, p.splitTranscript)
+	return nil
 }
 
 // resume picks up, after a restart from the same state dir, the work the

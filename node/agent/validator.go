@@ -126,17 +126,33 @@ type dispute struct {
 // sees the dispute_opened of a block committed while it was down. A vote
 // it sealed or opened before the restart is the same vote again (its salt
 // is derived, voteSalt), so sending it again is harmless.
-func (v *Validator) Run(ctx context.Context) error {
-	st, err := v.Chain.RPC.Status(ctx)
-	if err != nil {
-		return v.Chain.Unreachable(err)
-	}
-	latest := st.SyncInfo.LatestBlockHeight
-	from, err := v.replayFrom(ctx, latest, st.SyncInfo.EarliestBlockHeight)
-	if err != nil {
+//
+// Until its node has a committed block and answers, Run waits for it
+// (waitForChain): started beside a fresh chain's node, or on a node that is
+// down or catching up, the agent waits and logs what for; it does not stop.
+// It returns ctx's error once ctx ends; any other error is a real one, also
+// logged at error level (stoppedForGood).
+func (v *Validator) Run(ctx context.Context) (err error) {
+	defer func() {
+		stoppedForGood(ctx, v.Logger, "validator", err, "this node no longer checks disputes nor votes, and its operator is slashed for every vote it misses; "+
+			"fix the cause and restart the node (ogpud start), or run it with --validator-agent=false to go without on purpose")
+	}()
+	var latest, from int64
+	var blocks <-chan node.BlockEvents
+	err = waitForChain(ctx, v.Logger, "validator", "the chain's voting windows and its blocks", func() error {
+		st, err := v.Chain.RPC.Status(ctx)
+		if err != nil {
+			return v.Chain.Unreachable(err)
+		}
+		if latest = st.SyncInfo.LatestBlockHeight; latest < 1 {
+			return errNoBlockYet
+		}
+		if from, err = v.replayFrom(ctx, latest, st.SyncInfo.EarliestBlockHeight); err != nil {
+			return err
+		}
+		blocks, err = v.Chain.Subscribe(ctx, from)
 		return err
-	}
-	blocks, err := v.Chain.Subscribe(ctx, from)
+	})
 	if err != nil {
 		return err
 	}
