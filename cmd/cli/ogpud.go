@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -241,10 +242,23 @@ func newStartCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", conf.Instrumentation.PrometheusListenAddr)
 			}
 			level, _ := cmd.Flags().GetString("log-level")
+			alog, err := agentLogger(cmd.ErrOrStderr(), level)
+			if err != nil {
+				_ = n.Close()
+				return err
+			}
+			// An agent waits for the chain (a fresh chain's first block, a
+			// node catching up); one that returns while the node runs
+			// stopped for good, and the node runs on without it: said
+			// at error level, whatever the log level.
 			agentDone := func(name string, err error) {
-				if err != nil && ctx.Err() == nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s agent stopped: %v\n", name, err)
+				if ctx.Err() != nil {
+					return // the node is stopping, and so is the agent
 				}
+				if err == nil {
+					err = errors.New("it returned while the node runs")
+				}
+				alog.Error("the node runs on WITHOUT its "+name+" agent: fix the cause (err) and restart ogpud", "agent", name, "err", err)
 			}
 			if on, _ := cmd.Flags().GetBool("provider"); on {
 				// The agent serves --console itself, with its own page.
@@ -255,12 +269,8 @@ func newStartCmd() *cobra.Command {
 			}
 			if on, _ := cmd.Flags().GetBool("validator-agent"); on {
 				if _, err := os.Stat(node.OperatorKeyFile(home)); err == nil {
-					logger, err := agentLogger(cmd.ErrOrStderr(), level)
-					if err != nil {
-						return err
-					}
 					quietLlama(level)
-					go func() { agentDone("validator", runValidatorAgent(ctx, cmd, c, home, logger)) }()
+					go func() { agentDone("validator", runValidatorAgent(ctx, cmd, c, home, alog)) }()
 				}
 			}
 			<-ctx.Done()

@@ -151,6 +151,14 @@ func TestStartKillRestart(t *testing.T) {
 
 	p := startProc(t, home, flags...)
 	waitHeight(t, c, 4, 60*time.Second)
+	// The validator agent started with the fresh chain, before its first
+	// block: it waits for the block, then runs (issue 30 item 6: it
+	// stopped, "no committed state yet", and the node ran on without it).
+	waitLog(t, filepath.Join(home, "ogpud.log"), "looking for open disputes in the blocks before the start", 60*time.Second)
+	if logBytes, _ := os.ReadFile(filepath.Join(home, "ogpud.log")); strings.Contains(string(logBytes), "agent stopped") ||
+		strings.Contains(string(logBytes), "WITHOUT its") {
+		t.Fatalf("an agent stopped on the chain's first start:\n%s", logBytes)
+	}
 	h := height(t, c)
 	hash := appHashAfter(t, c, h-1)
 
@@ -182,6 +190,19 @@ func TestStartKillRestart(t *testing.T) {
 	// Only the first start began from scratch.
 	if n := countLines(filepath.Join(home, "ogpud.log"), "resuming after height 0"); n != 1 {
 		t.Fatalf("node started from height 0 %d times, want once", n)
+	}
+}
+
+// waitLog waits until the file at path has a line with s.
+func waitLog(t *testing.T, path, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for countLines(path, s) == 0 {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("no %q in %s within %s:\n%s", s, path, within, b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
