@@ -538,6 +538,9 @@ func CheckInvariants(kv store.KV) error {
 	if err := market.EscrowInvariant(kv); err != nil {
 		return err
 	}
+	if err := market.ExposureInvariant(kv); err != nil {
+		return err
+	}
 	if err := bridge.Invariant(kv); err != nil {
 		return err
 	}

@@ -155,19 +155,19 @@ func script(h *harness) {
 // is a new AppVersion.
 //
 // Last changed by issue 30 (AppVersion 8): the params record carries
-// params.market.audit_rate_bps, and every block's end writes the beacon's
-// value of the height before it and its next height (keys 0x71, 0x72;
-// package beacon). Before that, issue 17's pruning (AppVersion 7) added
+// params.market.audit_rate_bps and deterrence_bps, and every block's end
+// writes the beacon's value of the height before it and its next height
+// (keys 0x71, 0x72; package beacon). Before that, issue 17's pruning (AppVersion 7) added
 // params.market.retain_blocks, and issue 16 (fine-tune jobs, AppVersion 5)
 // the finetune section; AppVersion 6 changed no hash here, only the
 // scenarios' goldens (testdata/scenarios).
 var goldenHashes = []string{
-	"783a57a2d047b1862e3a290c58a0e23ac53fa3eb372ab2341658d23cd6498a6c",
-	"c37fa59369883e222a1f19a32f98c90b1eed2f0f488d4e27028840d1a81771c0",
-	"a22100533374c6a3e836f2ad7c2e8195b44821671a71d229837cc6e7b8c39dfc",
-	"1432821c166724f8073f12b0cfdd28a8590a1b599beff3149dcfbd4dcc64d9f1",
-	"ba05f11c5dfd11a843f65d598cc0dc6a83855e58c18e81ac24c8ac2374b393f2",
-	"b55e1c6b8a6f07df08c1696f5a00726bdcbe5287d633f3e7b2f78ad4550117ea",
+	"1d7e9a0f7acf8ded210619e1971d19d44ea06849a21670c6cb0e503c07465b69",
+	"b4e282dc81f04622fe392efd335216cd648ea67f0ffd01607500a70929184f62",
+	"c09471523a7df22e0997ff612be77d4a287c026c82dd19b1a3e6d36b488efacf",
+	"4aa0b3ef044cc9cdf32bca9bd3e26c23b355de8cbf6894db6dade16d11b928b4",
+	"ddf5a759ea0db3580dea3940c745ee56099c8076502c935dc509ae0415d265b9",
+	"9d3f1732bbf2f563ddd5a1e972a271dec30182f3f26e98cc8ab36b201b4cc140",
 }
 
 func runScript(t testing.TB) []string {

@@ -96,7 +96,7 @@ const (
 
 var (
 	fmPrices  = []*uint256.Int{uint256.NewInt(1), types.OGPU(1), types.OGPU(3), types.OGPU(5), types.OGPU(8), types.OGPU(10), types.OGPU(11)}
-	fmAmounts = []*uint256.Int{uint256.NewInt(1), types.OGPU(1), types.OGPU(50), types.OGPU(100), types.OGPU(200), types.OGPU(5000)}
+	fmAmounts = []*uint256.Int{uint256.NewInt(1), types.OGPU(1), types.OGPU(50), types.OGPU(100), types.OGPU(200), types.OGPU(5000), types.OGPU(400)}
 	fmResults = []types.Hash{fmHash("result 0"), fmHash("result 1"), fmHash("result 2")}
 	// fmVotes are what a vote may open to: a result, an input check's
 	// answers, or abstain.
@@ -175,8 +175,10 @@ var fmSetup = sync.OnceValues(func() (map[string]*ecdsa.PrivateKey, [][][]byte) 
 	carolInfo.PeerID = "peer-h100-b"
 	blocks := [][][]byte{
 		{
-			sign("bob", 0, (&market.MsgRegisterProvider{Info: fmInfos[0]}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw()),
-			sign("carol", 0, (&market.MsgRegisterProvider{Info: carolInfo}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(200)}).Raw()),
+			// 400 oGPU backs 20 oGPU of open slots (market/deterrence.go:
+			// price × 20 at stake), both stages of job 1 at their prices.
+			sign("bob", 0, (&market.MsgRegisterProvider{Info: fmInfos[0]}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(400)}).Raw()),
+			sign("carol", 0, (&market.MsgRegisterProvider{Info: carolInfo}).Raw(), (&escrow.MsgBond{Amount: types.OGPU(400)}).Raw()),
 		},
 		{sign("alice", 0, fmJob1().Raw())},
 	}
@@ -779,7 +781,7 @@ func fmSeeds() []fmNamedSeed {
 		tx(fmOpValidator, fmAlice, 0, 0, 2).tx(fmOpValidator, fmCarol, 0, 2, 1).
 		tx(fmOpBond, fmVal, 1, 3).tx(fmOpSend, fmBob, fmEve, 2).tx(fmOpSend, fmEve, fmBob, 0).
 		tx(fmOpValidator, fmVal, 1, 0, 0).tx(fmOpSend, fmEve, fmBob, 5).advance(1)
-	s.b = append(s.b, fmOpBond, fmBob, 1, 1, 4, fmOpProvider, 1, 0) // unbond 200 and update, together
+	s.b = append(s.b, fmOpBond, fmBob, 1, 1, 6, fmOpProvider, 1, 0) // unbond all 400 and update, together
 	s.commitBid(fmBob, 1, 0, fmPrice3, 1).advance(1)
 	add(s)
 
@@ -828,7 +830,9 @@ func TestFuzzMarketSeeds(t *testing.T) {
 			// 2 × 8 for stage 0, 5 to bob for stage 1: each stage had two
 			// bids for its two slots and cleared at its highest winning
 			// bid (AppVersion 8; it was the cap, 10: 30 in all).
-			jobs:       []jobEnd{{1, market.JobCompleted, types.OGPU(21), types.OGPU(50)}},
+			// carol's fraud slash is half her 400 (more than the 100 at
+			// risk on her 5 oGPU slot), half of it to alice.
+			jobs:       []jobEnd{{1, market.JobCompleted, types.OGPU(21), types.OGPU(100)}},
 			tombstoned: []string{"carol"},
 		},
 		"no_show_backup": {
@@ -865,12 +869,12 @@ func TestFuzzMarketSeeds(t *testing.T) {
 				if got := k.Bonded(addrOf("val")); !got.Eq(types.OGPU(9990)) {
 					t.Errorf("val has %s bonded, want 9990 oGPU", types.FormatAmount(got))
 				}
-				// bob's no-show after the fresh window: 2% of 200 = 4.
-				if got := k.Bonded(addrOf("bob")); !got.Eq(types.OGPU(196)) {
-					t.Errorf("bob has %s bonded, want 196 oGPU", types.FormatAmount(got))
+				// bob's no-show after the fresh window: 2% of 400 = 8.
+				if got := k.Bonded(addrOf("bob")); !got.Eq(types.OGPU(392)) {
+					t.Errorf("bob has %s bonded, want 392 oGPU", types.FormatAmount(got))
 				}
-				if got := k.Bonded(addrOf("carol")); !got.Eq(types.OGPU(200)) {
-					t.Errorf("carol has %s bonded, want 200 oGPU", types.FormatAmount(got))
+				if got := k.Bonded(addrOf("carol")); !got.Eq(types.OGPU(400)) {
+					t.Errorf("carol has %s bonded, want 400 oGPU", types.FormatAmount(got))
 				}
 				if p, _ := market.GetProvider(snap, addrOf("bob")); !p.Jailed {
 					t.Error("bob, a no-show in the fresh window, is not jailed")

@@ -213,6 +213,12 @@ func injection(info abci.ExtendedCommitInfo) []byte {
 // isInjected reports whether tx is an injected extended commit.
 func isInjected(tx []byte) bool { return bytes.HasPrefix(tx, InjectedPrefix) }
 
+// IsInjected reports whether a block's transaction is the injected
+// extended commit (the validators' vote extensions: beacon values, bridge
+// attestations) rather than a signed transaction. Readers of blocks skip
+// it: it pays no fee and has no sender.
+func IsInjected(tx []byte) bool { return isInjected(tx) }
+
 // beaconVote is one validator's beacon reveal in an injected commit.
 type beaconVote struct {
 	op     types.Address

@@ -270,6 +270,9 @@ func (s *Server) block(w http.ResponseWriter, r *http.Request) {
 	}
 	v := blockView{Height: h, Time: b.Block.Time, Hash: b.BlockID.Hash.String(), Proposer: b.Block.ProposerAddress.String(), Events: eventsOf(res.FinalizeBlockEvents)}
 	for i, bz := range b.Block.Txs {
+		if chain.IsInjected(bz) {
+			continue // the validators' vote extensions, not a transaction
+		}
 		tv := decodeTx(bz)
 		if i < len(res.TxResults) {
 			tv.Code, tv.Log = res.TxResults[i].Code, res.TxResults[i].Log

@@ -220,7 +220,14 @@ func (k Keeper) Slash(addr types.Address, bps uint64, beneficiary types.Address,
 // stake it held could back what is punished (an equivocation at a past
 // height), so it is neither part of the base nor taken.
 func (k Keeper) SlashFrom(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, minMatures uint64) SlashResult {
-	return k.slash(addr, bps, beneficiary, compBps, nil, minMatures)
+	return k.slash(addr, bps, nil, beneficiary, compBps, nil, minMatures)
+}
+
+// SlashAtLeast is Slash taking at least floor (all of the stake, bonded
+// and unbonding, if that is less): a fraud slash that grows with the
+// price of the lie (market/deterrence.go).
+func (k Keeper) SlashAtLeast(addr types.Address, bps uint64, floor *uint256.Int, beneficiary types.Address, compBps uint64) SlashResult {
+	return k.slash(addr, bps, floor, beneficiary, compBps, nil, 0)
 }
 
 // SlashCapped is Slash paying the beneficiary at most maxComp (compBps of
@@ -228,10 +235,10 @@ func (k Keeper) SlashFrom(addr types.Address, bps uint64, beneficiary types.Addr
 // compensates a client at most the disproven request's charge
 // (protocol-threats rule 8).
 func (k Keeper) SlashCapped(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, maxComp *uint256.Int) SlashResult {
-	return k.slash(addr, bps, beneficiary, compBps, maxComp, 0)
+	return k.slash(addr, bps, nil, beneficiary, compBps, maxComp, 0)
 }
 
-func (k Keeper) slash(addr types.Address, bps uint64, beneficiary types.Address, compBps uint64, maxComp *uint256.Int, minMatures uint64) SlashResult {
+func (k Keeper) slash(addr types.Address, bps uint64, floor *uint256.Int, beneficiary types.Address, compBps uint64, maxComp *uint256.Int, minMatures uint64) SlashResult {
 	bonded := k.Bonded(addr)
 	var unbondings []Unbonding
 	for _, u := range k.Unbondings(addr) {
@@ -244,6 +251,12 @@ func (k Keeper) slash(addr types.Address, bps uint64, beneficiary types.Address,
 		base.Add(base, u.Amount)
 	}
 	amount := MulBps(base, bps)
+	if floor != nil && amount.Lt(floor) {
+		amount = floor.Clone()
+		if amount.Gt(base) {
+			amount = base.Clone()
+		}
+	}
 	left := amount.Clone()
 	take := func(have *uint256.Int) *uint256.Int {
 		t := have.Clone()

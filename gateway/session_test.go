@@ -315,8 +315,12 @@ func TestGatewaySession(t *testing.T) {
 	resp := g.call(t, "POST", "/v1/chat/completions", with(storyChat, "temperature", 0.7), nil)
 	decode(t, resp, 200, &chat)
 	o := chat.Ogpu
+	// Two bids for two lanes (prov1's 0.04, prov2's 0.05 oGPU a token)
+	// and no third: the lanes clear at the highest winning bid, 0.05, and
+	// input at 25% of it (AppVersion 8: not the 0.06 cap).
+	priceOut, priceIn := milli(50), new(uint256.Int).Div(milli(50), uint256.NewInt(4))
 	if o == nil || o.Session == "" || !o.Verified || o.Outcome != "agreed" || len(o.Providers) != 2 || len(o.Lanes) != 2 || o.PriceUnit != "token" ||
-		!u256(t, o.PriceOut).Eq(milli(60)) || !u256(t, o.PriceIn).Eq(milli(15)) || resp.Header.Get("X-Ogpu-Session") != o.Session ||
+		!u256(t, o.PriceOut).Eq(priceOut) || !u256(t, o.PriceIn).Eq(priceIn) || resp.Header.Get("X-Ogpu-Session") != o.Session ||
 		resp.Header.Get("X-Should-Retry") != "false" {
 		t.Fatalf("chat answer %+v, ogpu %+v, headers %v", chat.wireAnswer, o, resp.Header)
 	}
@@ -325,7 +329,7 @@ func TestGatewaySession(t *testing.T) {
 		t.Fatalf("chat %q usage %+v", text, chat.Usage)
 	}
 	// usage.cost is charged; the charge is the client's own count.
-	want := laneCharge(chat.Usage.PromptTokens, chat.Usage.CompletionTokens, milli(15), milli(60))
+	want := laneCharge(chat.Usage.PromptTokens, chat.Usage.CompletionTokens, priceIn, priceOut)
 	want.Mul(want, uint256.NewInt(2))
 	if !u256(t, o.Paid).Eq(want) || !mustAmount(t, string(chat.Usage.Cost)).Eq(u256(t, o.Charged)) {
 		t.Fatalf("paid %s, want 2 lanes × (%d prompt, %d output tokens) = %s; cost %s charged %s", o.Paid, chat.Usage.PromptTokens, chat.Usage.CompletionTokens, want, chat.Usage.Cost, o.Charged)

@@ -263,6 +263,12 @@ type MarketParams struct {
 	// randomness beacon after the results are revealed (market/audit.go).
 	// 0 audits none.
 	AuditRateBps uint64 `json:"audit_rate_bps" rlp:"optional"`
+	// DeterrenceBps sets the stake at risk on an open slot paid P:
+	// P × deterrence_bps / audit_rate_bps. A caught lie costs at least
+	// that, and a provider holds open slots only while their stake at
+	// risk fits in its bond (market/deterrence.go). At least 10,000, so
+	// that a lie loses money at every price.
+	DeterrenceBps uint64 `json:"deterrence_bps" rlp:"optional"`
 }
 
 // FinetuneParams govern fine-tune jobs (market/finetune.go) and the
@@ -386,6 +392,10 @@ func DefaultMarketParams() MarketParams {
 		// r = 2 about 2.5% more compute than the replicas themselves
 		// (docs/benchmarks.md, "The cost of verification").
 		AuditRateBps: 500,
+		// The break-even stake, P / ρ: a lie's expected profit is
+		// (1 − ρ − 1)·P = −ρ·P, negative at every price; the minimum
+		// provider stake (100 oGPU) then backs 5 oGPU of open slots.
+		DeterrenceBps: 10_000,
 	}
 }
 
@@ -464,6 +474,8 @@ func (p MarketParams) Validate() error {
 		return fmt.Errorf("params.market.canary_blocks = %d: want 1..dispute_blocks (%d)", p.CanaryBlocks, p.DisputeBlocks)
 	case p.AuditRateBps > 10_000:
 		return fmt.Errorf("params.market.audit_rate_bps = %d: want 0..10000", p.AuditRateBps)
+	case p.AuditRateBps > 0 && (p.DeterrenceBps < 10_000 || p.DeterrenceBps > 1_000_000):
+		return fmt.Errorf("params.market.deterrence_bps = %d: want 10000..1000000 (below 10000 a lie can pay; set audit_rate_bps 0 to turn audits off)", p.DeterrenceBps)
 	case p.CanaryRateBps > 10_000 || p.VoteSlashBps > 10_000:
 		return fmt.Errorf("params.market: canary_rate_bps and vote_slash_bps are basis points, at most 10000")
 	case p.MaxDeadlineWork < 1+p.MaxStages:

@@ -6,6 +6,7 @@ import (
 
 	abci "github.com/cometbft/cometbft/abci/types"
 
+	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -48,7 +49,11 @@ func (r *run) watcher(ctx context.Context) {
 			t := blk.Block.Time
 			r.mu.Lock()
 			r.height = h
-			r.st.blocks = append(r.st.blocks, blockStat{height: h, time: t, interval: t.Sub(prev), txs: len(blk.Block.Txs)})
+			txs := len(blk.Block.Txs)
+			if txs > 0 && chain.IsInjected(blk.Block.Txs[0]) {
+				txs-- // the validators' vote extensions
+			}
+			r.st.blocks = append(r.st.blocks, blockStat{height: h, time: t, interval: t.Sub(prev), txs: txs})
 			prev = t
 			for i, tx := range blk.Block.Txs {
 				if i >= len(res.TxResults) {

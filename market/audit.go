@@ -59,7 +59,7 @@ func (k *Keeper) confirmDeadline(j *Job, stage uint16, t *verifier.Task) {
 	v, ok := beacon.Value(k.kv, t.DrawAt)
 	if !ok {
 		t.ConfirmBy = k.ctx.Height + 1
-		k.ver.SetTask(j.ID, stage, t)
+		k.setTask(j, stage, t)
 		k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
 		return
 	}

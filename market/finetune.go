@@ -324,7 +324,7 @@ func (k *Keeper) openGames(j *Job, stage uint16, t *verifier.Task, results []typ
 		return
 	}
 	t.Status = verifier.TaskGame
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 }
 
 // OpenCheckpoints plays a round of a fine-tune game (relayable: from is

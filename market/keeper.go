@@ -271,6 +271,9 @@ func eligible(r store.KV, params genesis.Params, height uint64, j *Job, addr typ
 			return nil, 0, err
 		}
 	}
+	if err := exposureCap(r, params, addr, j); err != nil { // deterrence.go
+		return nil, 0, err
+	}
 	return p, score, nil
 }
 
@@ -732,6 +735,9 @@ func (k *Keeper) unfill(j *Job) {
 		for _, sl := range t.Slots {
 			k.kv.Delete(byProviderKey(sl.Provider, j.ID))
 		}
+		for _, a := range exposed(t) { // deterrence.go
+			k.addExposure(a, j.Prices[s], false)
+		}
 		k.ver.DeleteTask(j.ID, s)
 		j.Prices[s] = new(uint256.Int)
 	}
@@ -870,7 +876,10 @@ func (k *Keeper) close(j *Job) {
 	} else {
 		awards, filled, awarded = k.closePool(j)
 	}
-	// A stage with fewer than r winners: the client's short-stage policy.
+	// One provider winning several stages: its stake must back them all
+	// (deterrence.go); then a stage with fewer than r winners: the
+	// client's short-stage policy (short.go).
+	k.capAwards(j, awards, filled)
 	awarded = k.shortAtClose(j, awards, filled)
 	// A pipeline's stages feed one another: one without a winner leaves the
 	// others nothing to compute on (or nobody to pass their output to).
@@ -1040,7 +1049,7 @@ func (k *Keeper) awardStage(j *Job, s uint16, a stageAward) {
 	for _, b := range a.backups {
 		t.Backups = append(t.Backups, b.provider)
 	}
-	k.ver.SetTask(j.ID, s, t)
+	k.setTask(j, s, t)
 }
 
 // start runs an awarded job from this height: every awarded task's
@@ -1072,7 +1081,7 @@ func (k *Keeper) start(j *Job) {
 			// as its input: it opens then (advance).
 			t.Status, t.CommitDeadline, t.RevealDeadline = verifier.TaskExecuting, commitBy, revealBy
 		}
-		k.ver.SetTask(j.ID, s, t)
+		k.setTask(j, s, t)
 		switch {
 		case j.Kind == KindSplit:
 			// The stages' reveals are judged together (deadlineSplit).

@@ -43,6 +43,9 @@ const (
 	prefixFinetuneClaim byte = 0x29
 	// 0x2a | job(8) | stage(2) -> rlp(Leaders): an auction stage's best revealed bids (RevealBid)
 	prefixLeaders byte = 0x2a
+	// 0x2c | provider(20) -> uint256: the sum of the prices of its live
+	// slots in unsettled tasks (deterrence.go).
+	prefixExposure byte = 0x2c
 	// 0x2b | height(8) | job(8) -> {}: the prune queue (prune.go, prefixPrune)
 )
 
@@ -128,3 +131,8 @@ func ByProviderPrefix(p types.Address) []byte { return cat([]byte{prefixByProv},
 
 // present is the value of index entries (the store refuses empty values).
 var present = []byte{1}
+
+// ExposureKey is the store key of addr's open exposure (deterrence.go).
+func ExposureKey(addr types.Address) []byte {
+	return append([]byte{prefixExposure}, addr[:]...)
+}

@@ -20,8 +20,9 @@ import (
 // the last one and returns its deposit, the close checks and awards the
 // leaders only.
 
-// leadersNet is a net with a client, n registered providers (100 oGPU
-// bonded each, 1,000 oGPU of balance) and one validator, at height 2.
+// leadersNet is a net with a client, n registered providers (200 oGPU
+// bonded each, enough to back a slot of these tests' 10 oGPU cap, and
+// 1,000 oGPU of balance) and one validator, at height 2.
 func leadersNet(t *testing.T, n int) (*testNet, []types.Address) {
 	t.Helper()
 	provs := make([]types.Address, n)
@@ -32,7 +33,7 @@ func leadersNet(t *testing.T, n int) (*testNet, []types.Address) {
 	}
 	net := newTestNet(t, genesis.DefaultParams(), accts, []string{"val"})
 	for i, p := range provs {
-		net.register(p, types.OGPU(100), gpuInfo(fmt.Sprint("leader", i)))
+		net.register(p, types.OGPU(200), gpuInfo(fmt.Sprint("leader", i)))
 	}
 	net.endBlock()
 	return net, provs

@@ -182,6 +182,9 @@ func (n *testNet) checkInvariants() {
 	if err := EscrowInvariant(n.tree); err != nil {
 		n.tb.Fatalf("after height %d: %v", n.height, err)
 	}
+	if err := ExposureInvariant(n.tree); err != nil {
+		n.tb.Fatalf("after height %d: %v", n.height, err)
+	}
 	if err := StageInvariant(n.tree); err != nil {
 		n.tb.Fatalf("after height %d: %v", n.height, err)
 	}

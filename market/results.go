@@ -97,7 +97,7 @@ func (k *Keeper) ReportInput(from types.Address, m *verifier.MsgReportInput) err
 		return types.ErrWrongPhase.Wrapf("the commit window of job %d stage %d closed at height %d (now %d)", j.ID, m.Stage, t.CommitDeadline, k.ctx.Height)
 	}
 	t.Slots[i].InputReport = m.Reason
-	k.ver.SetTask(j.ID, m.Stage, t)
+	k.setTask(j, m.Stage, t)
 	k.emit(EventInputReported{Job: j.ID, Stage: m.Stage, Provider: from, Reason: verifier.InputReasonName(m.Reason)})
 	if allAnswered(t) {
 		k.openVote(j, m.Stage, t, verifier.TaskInputCheck, nil)
@@ -177,7 +177,7 @@ func (k *Keeper) RevealCanary(from types.Address, m *verifier.MsgRevealCanary) e
 	k.setJob(j)
 	k.emit(EventCanaryRevealed{Job: j.ID, Stage: m.Stage, Validator: from, Answer: m.Answer})
 	if t.Status == verifier.TaskDisputed {
-		k.ver.SetTask(j.ID, m.Stage, t)
+		k.setTask(j, m.Stage, t)
 		return nil
 	}
 	agreed := t.Revealed()[0]
@@ -224,7 +224,7 @@ func (k *Keeper) openVote(j *Job, stage uint16, t *verifier.Task, status verifie
 	t.Status = status
 	t.VoteCommitEnd = k.ctx.Height + max(1, k.p.DisputeBlocks/2)
 	t.DisputeDeadline = k.ctx.Height + k.p.DisputeBlocks
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 	k.schedule(t.DisputeDeadline, j.ID, stage, deadlineDispute)
 	if status == verifier.TaskInputCheck {
 		var reporters []string
@@ -445,7 +445,7 @@ func (k *Keeper) reopen(j *Job, stage uint16, t *verifier.Task) {
 	t.CommitDeadline = k.ctx.Height + j.Windows.Execute
 	t.RevealDeadline = t.CommitDeadline + j.Windows.Verify
 	t.VoteCommitEnd, t.DisputeDeadline = 0, 0
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 	k.schedule(t.CommitDeadline, j.ID, stage, deadlineCommit)
 	k.schedule(t.RevealDeadline, j.ID, stage, deadlineReveal)
 	k.emit(EventInputAvailable{Job: j.ID, Stage: stage, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})
@@ -498,7 +498,7 @@ func (k *Keeper) confirm(j *Job, stage uint16, t *verifier.Task, result types.Ha
 	t.Status = verifier.TaskConfirming
 	t.ConfirmBy = k.ctx.Height + k.p.CanaryBlocks
 	t.DrawAt = k.ctx.Height // audit.go
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 	k.schedule(t.ConfirmBy, j.ID, stage, deadlineConfirm)
 	k.emit(EventTaskConfirming{Job: j.ID, Stage: stage, Result: result, SettlesAt: t.ConfirmBy})
 }
@@ -598,7 +598,7 @@ func (k *Keeper) commitDeadline(j *Job, stage uint16, t *verifier.Task) {
 		k.schedule(t.CommitDeadline, j.ID, stage, deadlineCommit)
 		k.schedule(t.RevealDeadline, j.ID, stage, deadlineReveal)
 	}
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 	k.setJob(j)
 	switch {
 	case reported:
@@ -659,7 +659,7 @@ func (k *Keeper) settle(j *Job, stage uint16, t *verifier.Task, outcome string, 
 		case decided && s.Revealed:
 			k.esc.Release(j.ID, j.Client, price)
 			refund.Add(refund, price)
-			k.slash(j, stage, s.Provider, k.p.FraudSlashBps, "fraud: "+outcome, true)
+			k.fraudSlash(j, stage, s.Provider, "fraud: "+outcome) // deterrence.go
 			k.jailProvider(s.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, "wrong result for job "+strconv.FormatUint(j.ID, 10))
 			k.ver.UpdateReputation(s.Provider, func(r *verifier.Reputation) { r.Done++; r.Lost++ })
 		default:
@@ -712,7 +712,7 @@ func (k *Keeper) closeTask(j *Job, stage uint16, t *verifier.Task, outcome strin
 	t.Status = verifier.TaskSettled
 	t.Verdict = verdict
 	t.Outcome = outcome
-	k.ver.SetTask(j.ID, stage, t)
+	k.setTask(j, stage, t)
 	j.Paid.Add(j.Paid, paid)
 	j.Refunded.Add(j.Refunded, refund)
 	j.Settled++
@@ -751,7 +751,7 @@ func (k *Keeper) advance(j *Job, stage uint16, decided bool, verdict types.Hash)
 	t.Status = verifier.TaskExecuting
 	t.CommitDeadline = k.ctx.Height + j.Windows.Execute
 	t.RevealDeadline = t.CommitDeadline + j.Windows.Verify
-	k.ver.SetTask(j.ID, next, t)
+	k.setTask(j, next, t)
 	k.schedule(t.CommitDeadline, j.ID, next, deadlineCommit)
 	k.schedule(t.RevealDeadline, j.ID, next, deadlineReveal)
 	k.emit(EventStageOpened{Job: j.ID, Stage: next, Input: verdict, CommitDeadline: t.CommitDeadline, RevealDeadline: t.RevealDeadline})

@@ -282,10 +282,13 @@ func TestNoShowLeavesOneAudited(t *testing.T) {
 // TestNewcomerIsNotPaidTheCap (M-M2): the review's newcomer job: r = 2,
 // cap 5, bids of 0.056 and 1.6 oGPU and nobody else. Both were paid 5;
 // now both are paid 1.6, the highest winning bid, at every cap from 1.6
-// to 400 oGPU (the client holds 1,000).
+// to 49.5 oGPU (the most the providers' 990 oGPU of stake can back).
 func TestNewcomerIsNotPaidTheCap(t *testing.T) {
-	for _, capOGPU := range []string{"1.6ogpu", "2ogpu", "5ogpu", "400ogpu"} {
+	for _, capOGPU := range []string{"1.6ogpu", "2ogpu", "5ogpu", "49.5ogpu"} {
 		n := marketNet(t, genesis.DefaultParams())
+		for _, p := range []types.Address{prov1, prov2} {
+			n.must("bond", func(k *Keeper) error { return k.esc.Bond(p, types.OGPU(900-10)) }) // 10 left for deposits
+		}
 		id := n.post(client, auctionJob(2, amt(capOGPU)))
 		bids := map[types.Address]*uint256.Int{prov1: amt("0.056ogpu"), prov2: amt("1.6ogpu")}
 		for _, p := range []types.Address{prov1, prov2} {

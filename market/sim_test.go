@@ -47,6 +47,8 @@ var (
 	simBidPartner = amt("1.5ogpu") // honest partners
 	simBidBackup  = types.OGPU(2)  // one more honest bidder: sets the clearing price, takes a no-show's slot
 	simStake      = types.OGPU(100)
+	// simPartnerStake backs an honest partner's open slots (exposure cap).
+	simPartnerStake = types.OGPU(9_000)
 )
 
 // simLazyQ is the lazy provider's chance of guessing the right result, in
@@ -164,7 +166,9 @@ func runSim(t *testing.T, cfg simConfig) simRow {
 	s.n = newTestNet(t, cfg.params, accts, vals)
 	n := s.n
 	for i, p := range s.pool {
-		n.register(p, simStake, gpuInfo(fmt.Sprint("h", i)))
+		// Each partner holds slots of about a third of the jobs at once:
+		// its stake backs them (deterrence.go: price × 20 at stake).
+		n.register(p, simPartnerStake, gpuInfo(fmt.Sprint("h", i)))
 	}
 	for i, j := range s.jobs {
 		n.register(j.cheater, simStake, gpuInfo(fmt.Sprint("c", i)))
@@ -275,10 +279,10 @@ func runSim(t *testing.T, cfg simConfig) simRow {
 			if j.guess {
 				wantPay = price
 			} else {
-				wantSlash = escrow.MulBps(stake, p.FraudSlashBps)
+				wantSlash = fraudSlashOf(p, stake, price)
 			}
 		case stratRandom:
-			wantSlash = escrow.MulBps(stake, p.FraudSlashBps)
+			wantSlash = fraudSlashOf(p, stake, price)
 		case stratCopy, stratNoShow:
 			wantSlash = escrow.MulBps(stake, p.NoShowSlashBps)
 		case stratWithhold:
@@ -516,10 +520,12 @@ func TestEconomics(t *testing.T) {
 			cfgs = append(cfgs, simConfig{name: st.String(), strat: st, r: r, jobs: jobs, params: def, seed: int64(100*int(r) + int(st))})
 		}
 	}
-	// The same lazy guesser where fraud costs only 0.2% of stake: what
-	// the default fraud slash prevents.
+	// The same lazy guesser where fraud costs only 0.2% of stake and no
+	// random audit sets a floor by the price (audit_rate_bps 0): what the
+	// default fraud slash and deterrence prevent.
 	weak := genesis.DefaultParams()
 	weak.Market.FraudSlashBps = 20
+	weak.Market.AuditRateBps = 0
 	cfgs = append(cfgs, simConfig{name: "lazy-guess, fraud_slash_bps=20", strat: stratLazy, r: 2, jobs: jobs, params: weak, seed: 7})
 
 	var b strings.Builder
@@ -563,4 +569,18 @@ func TestEconomics(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// fraudSlashOf is what a caught lie at price costs a provider with stake
+// (deterrence.go): fraud_slash_bps of it, at least AtRisk(price), at most
+// all of it.
+func fraudSlashOf(p genesis.MarketParams, stake, price *uint256.Int) *uint256.Int {
+	s := escrow.MulBps(stake, p.FraudSlashBps)
+	if f := AtRisk(p, price); s.Lt(f) {
+		s = f
+	}
+	if s.Gt(stake) {
+		s = stake.Clone()
+	}
+	return s
 }

@@ -260,7 +260,7 @@ func (k *Keeper) RevealTranscript(from types.Address, m *MsgRevealTranscript) er
 	}
 	sl := &t.Slots[i]
 	sl.Revealed, sl.Result, sl.Hin, sl.Steps = true, m.Hout, m.Hin, m.Steps
-	k.ver.SetTask(j.ID, m.Stage, t)
+	k.setTask(j, m.Stage, t)
 	k.emit(EventTranscriptRevealed{Job: j.ID, Stage: m.Stage, Chain: uint16(i), Provider: from, Steps: m.Steps, Hin: m.Hin, Hout: m.Hout})
 	if ts, ok := k.splitTasks(j); ok && k.transcriptsFinal(ts) {
 		k.splitSettle(j, ts, false)
@@ -339,7 +339,7 @@ func (k *Keeper) ProveHandoff(from types.Address, m *MsgProveHandoff) error {
 		k.splitNoShows(j, ts) // a deferred reveal deadline: the same run
 	}
 	sl.Proven = true
-	k.ver.SetTask(j.ID, m.Stage, t)
+	k.setTask(j, m.Stage, t)
 	k.emit(EventHandoffProven{Job: j.ID, Stage: m.Stage, Chain: m.Chain, Provider: from, Steps: m.Steps, Hin: m.Hin, Signer: signer})
 	if s > 0 {
 		up := &ts[s-1].Slots[c]
@@ -349,7 +349,7 @@ func (k *Keeper) ProveHandoff(from types.Address, m *MsgProveHandoff) error {
 			k.emit(EventHandoffEquivocation{Job: j.ID, Stage: m.Stage - 1, Chain: m.Chain, Provider: up.Provider,
 				SignedSteps: m.Steps, Signed: m.Hin, RevealedSteps: up.Steps, Revealed: up.Result})
 			k.splitSlot(j, m.Stage-1, ts[s-1], c, SplitEquivocated)
-			k.ver.SetTask(j.ID, m.Stage-1, ts[s-1])
+			k.setTask(j, m.Stage-1, ts[s-1])
 		}
 	}
 	k.setJob(j)
@@ -482,7 +482,7 @@ func (k *Keeper) splitNoShows(j *Job, ts []*verifier.Task) {
 			}
 		}
 		if changed {
-			k.ver.SetTask(j.ID, uint16(s), t)
+			k.setTask(j, uint16(s), t)
 		}
 	}
 	k.setJob(j)
@@ -577,7 +577,7 @@ func (k *Keeper) splitSlot(j *Job, stage uint16, t *verifier.Task, c int, outcom
 		if outcome == SplitEquivocated {
 			why = "signed a hand-off other than its revealed output (P2)"
 		}
-		k.slash(j, stage, sl.Provider, k.p.FraudSlashBps, "fraud: "+why, true)
+		k.fraudSlash(j, stage, sl.Provider, "fraud: "+why) // deterrence.go
 		k.jailProvider(sl.Provider, k.ctx.Height+k.p.ProviderJailBlocks, true, why+" in job "+strconv.FormatUint(j.ID, 10))
 		k.ver.UpdateReputation(sl.Provider, func(r *verifier.Reputation) { r.Done++; r.Lost++ })
 	default: // SplitInputUnproven, SplitNotCompared, SplitDownstreamOfLoser
@@ -659,7 +659,7 @@ func (k *Keeper) splitJudge(j *Job, ts []*verifier.Task, states [][]inputState, 
 		}
 		if diverged {
 			t.Status = verifier.TaskHeld
-			k.ver.SetTask(j.ID, s, t)
+			k.setTask(j, s, t)
 			continue
 		}
 		groups := groupByInput(t, est)
@@ -904,7 +904,7 @@ func (k *Keeper) ReplaceStage(from types.Address, m *MsgReplaceStage) error {
 			k.schedule(commitBy, j.ID, uint16(s), deadlineCommit)
 		}
 		tk.CommitDeadline, tk.RevealDeadline = commitBy, revealBy
-		k.ver.SetTask(j.ID, uint16(s), tk)
+		k.setTask(j, uint16(s), tk)
 	}
 	k.setJob(j)
 	k.emit(EventSplitStageReplaced{Job: j.ID, Stage: m.Stage, Chain: m.Chain, From: old, To: to,

@@ -212,6 +212,9 @@ func newQueryBlockCmd() *cobra.Command {
 			b := res.Block
 			out := BlockOutput{Height: b.Height, Hash: res.BlockID.Hash.String(), Time: b.Time.UTC().Format("2006-01-02T15:04:05.000Z"), AppHash: b.AppHash.String(), Proposer: b.ProposerAddress.String(), Txs: []string{}}
 			for _, tx := range b.Txs {
+				if chain.IsInjected(tx) {
+					continue // the validators' vote extensions, not a transaction
+				}
 				out.Txs = append(out.Txs, fmt.Sprintf("%X", tx.Hash()))
 			}
 			return output(cmd, out, func(w io.Writer) {
