@@ -214,9 +214,8 @@ func parseAddr(s string) (types.Address, error) {
 // phase describes where a job is at height h (the last committed block).
 func phase(j *market.Job, h uint64) string {
 	if j.Mode == market.ModePool && (j.State == market.JobBidding || j.State == market.JobRevealing) {
-		return "taking claims until height " + strconv.FormatUint(j.RevealEnd, 10) + "; a task is awarded once " + strconv.FormatUint(uint64(j.Redundancy), 10) +
-			" eligible providers claimed it (" + strconv.FormatUint(uint64(j.Filled), 10) + " of " + strconv.FormatUint(uint64(j.Stages), 10) +
-			" awarded), the others at the end of that block; the job runs once every task is awarded"
+		return "taking claims until height " + strconv.FormatUint(j.RevealEnd, 10) + "; then each task goes to " + strconv.FormatUint(uint64(j.Redundancy), 10) +
+			" of its eligible claimants drawn from the beacon value of that height (arriving first wins nothing); the job runs once the draw is made"
 	}
 	switch j.State {
 	case market.JobBidding:

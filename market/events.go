@@ -150,12 +150,10 @@ type EventJobAwarded struct {
 
 func (EventJobAwarded) EventType() string { return "job_awarded" }
 
-// EventTaskFilled: a pool task got its r-th eligible claim and is
-// awarded to Providers (in claim order) at the fixed reward Price, in the
-// claim's transaction. Filled of the job's Stages tasks are now awarded;
-// when Filled reaches Stages the job starts in the same transaction and
-// EventJobAwarded follows for every stage, with its deadlines. Otherwise
-// the task waits for the job's other tasks (or the close).
+// EventTaskFilled: before AppVersion 8, a pool task got its r-th eligible
+// claim and was awarded at once to Providers (in claim order). No longer
+// emitted: pool tasks are drawn at the close (pool.go); the type stays so
+// that readers of older blocks decode them.
 type EventTaskFilled struct {
 	Job       uint64       `event:"job,index"`
 	Stage     uint16       `event:"stage"`

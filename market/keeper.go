@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/rlp"
 	"github.com/holiman/uint256"
 
+	"github.com/ogpu-network/ogpu/beacon"
 	"github.com/ogpu-network/ogpu/escrow"
 	"github.com/ogpu-network/ogpu/genesis"
 	"github.com/ogpu-network/ogpu/store"
@@ -301,6 +302,9 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	// DisputeBlocks by 10^6, MaxStages above), so the life cannot overflow.
 	long := w.Bid > k.p.MaxJobBlocks || w.Reveal > k.p.MaxJobBlocks || w.Execute > k.p.MaxJobBlocks || w.Verify > k.p.MaxJobBlocks
 	life := jobLife(w, m.Kind, m.Stages, k.p.DisputeBlocks)
+	if m.Mode == ModePool {
+		life += PoolDrawWait // pool.go: the close waits for its beacon value
+	}
 	switch {
 	case m.Kind == KindPipeline && (long || life > k.p.MaxJobBlocks):
 		needs := strconv.FormatUint(life, 10)
@@ -425,7 +429,6 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 	for s := uint16(0); s < j.Stages; s++ {
 		k.kv.Delete(LeadersKey(id, s))
 	}
-	k.unfill(j)
 	refund := k.esc.Locked(id)
 	k.esc.Release(id, j.Client, refund)
 	j.Refunded.Add(j.Refunded, refund)
@@ -609,15 +612,13 @@ func (k *Keeper) closeEarly(j *Job) {
 	k.emit(EventBidsRevealed{Job: j.ID, Bids: j.SealedBids(), CloseAt: k.ctx.Height, RevealEnd: j.RevealEnd})
 }
 
-// ClaimTask claims a task of a pool-mode job at its fixed reward, first
-// come first served. The claim that gives a task its r-th eligible claim
-// awards it in the same transaction (fillTask), and the claim that awards
-// the job's last task starts the job (start): its execute and verify
-// windows count from that height, not from the end of the claim window.
-// A task awarded this way takes no more claims. Tasks still short of r
-// claims when the claim window ends are awarded at the close, as before.
-// Split jobs are awarded at the close only (splitSelect gives an account
-// one slot across all stages, which a per-task award cannot see).
+// ClaimTask claims a task of a pool-mode job at its fixed reward. Claims
+// are taken for the whole claim window (until RevealEnd); the close then
+// draws the r winners of each task among its eligible claimants from the
+// beacon value of RevealEnd (pool.go), which no claimant could know when
+// it claimed: arriving first, or being the proposer that orders the
+// claims, wins nothing (AppVersion 8, review 2's M-M4; before, the r-th
+// claim awarded the task to the first r in block order).
 func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	j, err := k.job(m.Job)
 	if err != nil {
@@ -632,10 +633,7 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	case !j.State.Open() || k.ctx.Height > j.RevealEnd:
 		return types.ErrWrongPhase.Wrapf("job %d took claims until height %d (now %d)", j.ID, j.RevealEnd, k.ctx.Height)
 	case j.State == JobRunning:
-		return types.ErrWrongPhase.Wrapf("job %d was awarded: every task got its %d claims (first come, first served), it takes no more; look for another pool job", j.ID, j.Redundancy)
-	}
-	if _, awarded := k.ver.GetTask(j.ID, m.Stage); awarded {
-		return types.ErrWrongPhase.Wrapf("job %d task %d was awarded to its first %d eligible claimants (first come, first served): it takes no more claims; claim another task", j.ID, m.Stage, j.Redundancy)
+		return types.ErrWrongPhase.Wrapf("job %d was awarded: it takes no more claims; look for another pool job", j.ID)
 	}
 	if _, dup := GetBid(k.kv, j.ID, m.Stage, from); dup {
 		return types.ErrDuplicate.Wrapf("%s already claimed job %d task %d", from, j.ID, m.Stage)
@@ -658,90 +656,8 @@ func (k *Keeper) ClaimTask(from types.Address, m *MsgClaimTask) error {
 	k.kv.Set(BidKey(j.ID, m.Stage, from), encode(b))
 	k.kv.Set(BookKey(j.ID, m.Stage, b.Price, from), present)
 	k.emit(EventBidRevealed{Job: j.ID, Stage: m.Stage, Provider: from, Price: b.Price})
-	if j.Kind != KindSplit {
-		k.fillTask(j, m.Stage, from)
-	}
 	k.setJob(j)
 	return nil
-}
-
-// fillTask awards task s of pool job j once its order book holds r
-// claims whose providers are all still eligible; claimant's claim is the
-// newest and was just checked. A claim whose provider is no longer
-// eligible (jailed, unbonded, re-registered without what the job
-// requires) leaves the book and forfeits its deposit, as it would at the
-// close (L1), and does not count: the task waits for more claims.
-//
-// Work: the book of an unawarded task holds at most r-1 claims before a
-// claim (r fills or drops one), so this is at most r-1 eligibility checks
-// and one task's award, at most max_redundancy of each: the chain charges
-// every claim for that bound (genesis.MsgWork.Awards). Starting the job
-// is per stage and was paid by its post (work_gas.stage_gas), as at the
-// close.
-func (k *Keeper) fillTask(j *Job, s uint16, claimant types.Address) {
-	r := int(j.Redundancy)
-	var book []types.Address
-	store.IteratePrefix(k.kv, bookStagePrefix(j.ID, s), func(key, _ []byte) bool {
-		book = append(book, types.BytesToAddress(key[len(key)-types.AddressLength:]))
-		return len(book) > r // never more than r while this rule holds
-	})
-	if len(book) != r {
-		return
-	}
-	winners := make([]ranked, 0, r)
-	for _, addr := range book {
-		b, _ := GetBid(k.kv, j.ID, s, addr)
-		if addr != claimant {
-			if err := EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, s, addr); err != nil {
-				k.kv.Delete(BookKey(j.ID, s, b.Price, addr))
-				k.esc.BurnLocked(j.ID, b.Deposit)
-				k.emit(EventBidForfeited{Job: j.ID, Stage: s, Provider: addr, Deposit: b.Deposit, Reason: "ineligible when the task reached its claims: " + err.Error()})
-				continue
-			}
-		}
-		winners = append(winners, ranked{provider: addr, price: b.Price, seq: b.Seq, deposit: b.Deposit})
-	}
-	if len(winners) < r {
-		return
-	}
-	slices.SortFunc(winners, func(a, b ranked) int { return cmpU64(a.seq, b.seq) })
-	names := make([]string, r)
-	for i, w := range winners {
-		k.kv.Delete(BookKey(j.ID, s, w.price, w.provider))
-		k.esc.Release(j.ID, w.provider, w.deposit)
-		names[i] = w.provider.Hex()
-	}
-	k.awardStage(j, s, stageAward{winners: winners, price: j.MaxPrice.Clone()})
-	j.Filled++
-	k.emit(EventTaskFilled{Job: j.ID, Stage: s, Providers: names, Price: j.MaxPrice, Filled: j.Filled, Stages: j.Stages})
-	if j.Filled == j.Stages {
-		k.start(j)
-	}
-}
-
-// unfill undoes the early awards of a pool job that will not run (the
-// client cancelled it, or the close expired it: a pipeline stage nobody
-// claimed). Nothing ran: the tasks have no deadlines. Their claims'
-// deposits went back at the award; the caller refunds the escrow.
-func (k *Keeper) unfill(j *Job) {
-	if j.Filled == 0 {
-		return
-	}
-	for s := uint16(0); s < j.Stages; s++ {
-		t, ok := k.ver.GetTask(j.ID, s)
-		if !ok {
-			continue
-		}
-		for _, sl := range t.Slots {
-			k.kv.Delete(byProviderKey(sl.Provider, j.ID))
-		}
-		for _, a := range exposed(t) { // deterrence.go
-			k.addExposure(a, j.Prices[s], false)
-		}
-		k.ver.DeleteTask(j.ID, s)
-		j.Prices[s] = new(uint256.Int)
-	}
-	j.Filled = 0
 }
 
 // ---- the close ----
@@ -750,11 +666,13 @@ type ranked struct {
 	provider types.Address
 	price    *uint256.Int
 	seq      uint64
-	deposit  *uint256.Int // fillTask and the auction close (rankLeaders)
+	deposit  *uint256.Int // the auction close (rankLeaders)
+	draw     types.Hash   // a pool claim's draw (PoolDraw)
 }
 
-// rank orders the eligible claims of a pool job's stage by arrival (first
-// come, first served; an auction ranks its bids at the reveal, leaders.go).
+// rank orders the eligible claims of a pool job's stage by their draw
+// from the beacon value v of the job's last claim height (PoolDraw; an
+// auction ranks its bids at the reveal, leaders.go).
 // Claims whose provider is no longer eligible are returned in dropped with
 // the reason: their deposits are forfeited (L1), or claiming and then
 // making oneself ineligible would be a free way out of the task.
@@ -762,7 +680,7 @@ type ranked struct {
 // book is the job's order book and bids its claims, both as the close read
 // them (jobBook, Bids): each claim is read once per close, and each
 // claimant's provider record, stake and reputation once per claim.
-func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid) (winners, backups []ranked, dropped map[types.Address]string) {
+func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid, v types.Hash) (winners, backups []ranked, dropped map[types.Address]string) {
 	var all []ranked
 	for _, e := range book {
 		if e.stage != stage {
@@ -777,11 +695,11 @@ func (k *Keeper) rank(j *Job, stage uint16, book []bookEntry, bids []StageBid) (
 			dropped[addr] = "ineligible at the close: " + err.Error()
 			continue
 		}
-		all = append(all, ranked{provider: addr, price: b.Price, seq: b.Seq})
+		all = append(all, ranked{provider: addr, price: b.Price, seq: b.Seq, draw: PoolDraw(v, j.ID, stage, addr)})
 	}
-	// Seq is unique per job, so the order does not depend on the sort
-	// algorithm.
-	slices.SortFunc(all, func(a, b ranked) int { return cmpU64(a.seq, b.seq) })
+	// The draw differs per provider, so the order does not depend on the
+	// sort algorithm.
+	slices.SortFunc(all, func(a, b ranked) int { return bytes.Compare(a.draw[:], b.draw[:]) })
 	n := int(j.Redundancy)
 	if len(all) < n {
 		return all, nil, dropped
@@ -903,7 +821,6 @@ func (k *Keeper) close(j *Job) {
 		case splitShort >= 0:
 			reason = splitGapReason(j, uint16(splitShort), len(awards[splitShort].winners))
 		}
-		k.unfill(j)
 		refund := k.esc.Locked(j.ID)
 		k.esc.Release(j.ID, j.Client, refund)
 		j.Refunded.Add(j.Refunded, refund)
@@ -973,11 +890,11 @@ func (k *Keeper) closeAuction(j *Job) (awards []stageAward, awarded int) {
 	return awards, awarded
 }
 
-// closePool ranks a pool job's stages not yet awarded from their order
-// books (claims, first come first served). A pool task already awarded at
-// its r-th claim (fillTask) keeps its winners; its claims' deposits were
-// returned then.
+// closePool ranks a pool job's stages from their order books: the claims
+// in the order the beacon value of its last claim height draws them
+// (pool.go; the close waits for that value).
 func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded int) {
+	v, _ := beacon.Value(k.kv, j.RevealEnd)
 	// The job's claims and its order book, read once: ranking, the deposits
 	// and clearing the book use them, and nothing below writes either
 	// before clearing the book.
@@ -996,7 +913,7 @@ func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded 
 			awards[s] = stageAward{price: j.MaxPrice.Clone()} // nothing to rank
 			continue
 		}
-		w, b, out := k.rank(j, s, book, bids)
+		w, b, out := k.rank(j, s, book, bids, v)
 		dropped[s] = out
 		awards[s] = stageAward{winners: w, backups: b, price: j.MaxPrice.Clone()}
 		if len(w) > 0 {

@@ -835,7 +835,7 @@ func (k *Keeper) EndBlock() {
 				k.emit(EventJobRevealing{Job: j.ID, RevealEnd: j.RevealEnd})
 			}
 		case deadlineClose:
-			if j.State == JobBidding || j.State == JobRevealing {
+			if (j.State == JobBidding || j.State == JobRevealing) && k.poolDrawReady(j) {
 				k.close(j)
 			}
 		case deadlineCommit:

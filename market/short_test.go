@@ -136,7 +136,7 @@ func TestPoolLoneClaimIsAudited(t *testing.T) {
 	n := marketNet(t, genesis.DefaultParams())
 	id := n.post(client, poolJob(1, 2, types.OGPU(2)))
 	n.must("claim", claimBy(prov1, id, 0))
-	n.advanceTo(n.job(id).RevealEnd + 1)
+	n.advanceTo(n.job(id).RevealEnd + 2) // the close waits a block for its beacon value
 	if tk := n.task(id, 0); len(tk.Slots) != 1 {
 		t.Fatalf("slots %v, want the lone claimant", tk.Slots)
 	}

@@ -164,12 +164,9 @@ type Job struct {
 	// other kinds): a provider is eligible for stage s when it advertises
 	// Slices[s] or the whole Model.
 	Slices []types.Hash `rlp:"optional"`
-	// Filled counts the tasks of a pool job awarded at their r-th eligible
-	// claim before the job runs (ClaimTask, fillTask): each has its task
-	// record, waiting, with r slots and no deadlines. The claim that fills
-	// the last task starts the job; the close awards the others. Split
-	// jobs are awarded at the close only (one slot per account across
-	// stages), so theirs stays 0.
+	// Filled counted the tasks of a pool job awarded at their r-th
+	// eligible claim before AppVersion 8. Pool tasks are now drawn at the
+	// close (pool.go), so it stays 0; the field keeps the encoding.
 	Filled uint16 `rlp:"optional"`
 	// Session holds a session lease's terms (session jobs only).
 	Session *SessionTerms `rlp:"nil,optional"`

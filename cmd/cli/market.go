@@ -834,7 +834,7 @@ func runJobPost(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(w, "job %d posted: %s locked in escrow (%d stage(s) × %d replicas × %s cap + validator fee)\n",
 				ev.Job, types.FormatAmount(ev.Locked), ev.Stages, ev.Redundancy, types.FormatAmount(ev.MaxPrice))
 			if ev.Mode == market.ModePool {
-				fmt.Fprintf(w, "providers claim tasks until height %d; a task is awarded once %d eligible providers claimed it (first come, first served), or at the end of block %d with fewer; the job runs once every task is awarded\n", ev.RevealEnd, ev.Redundancy, ev.RevealEnd)
+				fmt.Fprintf(w, "providers claim tasks until height %d; then each task goes to %d of its eligible claimants drawn by the chain's randomness beacon (arriving first wins nothing), a block or two after %d; the job runs once the draw is made\n", ev.RevealEnd, ev.Redundancy, ev.RevealEnd)
 			} else {
 				fmt.Fprintf(w, "sealed bids until height %d, reveals until %d; the award runs at the end of the block in which the last sealed bid is revealed, at the latest of block %d\n", ev.BidEnd, ev.RevealEnd, ev.RevealEnd)
 			}

@@ -81,8 +81,9 @@ type LLMJob struct {
 	Windows      market.Windows
 	// Mode is market.ModeAuction (sealed bids, the default when empty)
 	// or market.ModePool: MaxPrice is then the fixed reward per replica,
-	// provider agents claim the job on sight and the r-th claim awards it
-	// (at the latest the end of the claim window, Windows.Bid + Reveal).
+	// provider agents claim the job on sight, and after the claim window
+	// (Windows.Bid + Reveal) the close draws r of the claimants from the
+	// chain's beacon (market pool.go).
 	Mode string
 	// Short is what a stage with fewer than Redundancy providers gets
 	// (market.ShortAudit, the default when empty, or market.ShortRefund).
@@ -113,8 +114,8 @@ type LLMResult struct {
 	ValidatorFee *uint256.Int
 	Posted       int64
 	// Awarded is the height of the award (0 if there was none): the close
-	// at the end of the reveal window for an auction, the r-th claim for
-	// a pool job (issue 14).
+	// (for a pool job, once the beacon value of its last claim height is
+	// final).
 	Awarded   int64
 	Completed int64
 	Elapsed   time.Duration
