@@ -119,9 +119,10 @@ func hasAddr(list []types.Address, a types.Address) bool {
 }
 
 // exposureCap refuses a provider whose stake cannot back one more slot of
-// j at its cap with what it holds open.
+// j at its cap with what it holds open. A probe without a cap (the
+// requirement-matching query) asks nothing of it.
 func exposureCap(r store.KV, params genesis.Params, addr types.Address, j *Job) error {
-	if params.Market.AuditRateBps == 0 || j.Kind == KindSession {
+	if params.Market.AuditRateBps == 0 || j.Kind == KindSession || j.MaxPrice == nil {
 		return nil
 	}
 	open := Exposure(r, addr)
