@@ -445,7 +445,10 @@ func (r *rawLane) pay(seq uint64, cum *uint256.Int, key *ecdsa.PrivateKey) {
 //   - after the session's end (a close) requests are refused.
 func TestSessionAttacks(t *testing.T) {
 	n := newTestNet(t)
-	honest := n.provider("prov1", 5, false)
+	// prov1 asks the cap: with two bids for two lanes the session clears
+	// at the highest winning bid, here the cap of 0.01 (the budget checks
+	// below are sized for it).
+	honest := n.provider("prov1", 10, false)
 	liar := n.provider("prov2", 6, true)
 	cfg := n.sessionConfig()
 	sc, err := OpenSession(n.ctx, cfg, n.sessionOrder(types.OGPU(3)), t.Logf)
@@ -454,7 +457,7 @@ func TestSessionAttacks(t *testing.T) {
 	}
 	v := sc.Session()
 	if !v.PriceOut.Eq(milli(10)) {
-		t.Fatalf("price %s: with two bidders for two lanes the cap, 0.01ogpu", v.PriceOut)
+		t.Fatalf("price %s: with two bidders for two lanes the highest winning bid, prov1's 0.01ogpu", v.PriceOut)
 	}
 	// The liar changes its third token: both receipts verify, they differ.
 	res, err := sc.Complete(n.ctx, "Once upon a time", 16, nil)

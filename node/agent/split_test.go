@@ -142,11 +142,13 @@ func TestSplitJobEqualsWhole(t *testing.T) {
 // TestSplitLiarCaughtDownstreamPaid: in chain 1 the stage-0 provider
 // nudges the residuals it sends (too little to change a token, P14). The
 // client's text is still the whole model's; the chain finds the first
-// stage whose outputs differ on equal inputs (stage 0) and disputes it;
-// the validator agent fetches the transcript, replays the slice and votes
-// for the honest output; the liar is slashed and tombstoned, and the
-// honest stage 1 of the liar's chain, which computed faithfully on what it
-// was given, is paid, not slashed.
+// stage whose outputs differ on equal inputs (stage 0) and disputes it,
+// holding stage 1 until the verdict; the validator agent fetches the
+// transcript, replays the slice and votes for the honest output; the liar
+// is slashed and tombstoned. Stage 1 of the liar's chain computed
+// faithfully on a lie: unpaid, not slashed (AppVersion 8, M-L2). Stage 1
+// of the honest chain, left without a partner, is audited (the validator
+// agent replays it) and paid.
 func TestSplitLiarCaughtDownstreamPaid(t *testing.T) {
 	n := newTestNet(t)
 	m, files := n.splitModel(3)
@@ -168,8 +170,8 @@ func TestSplitLiarCaughtDownstreamPaid(t *testing.T) {
 	if res.Text != want.Text {
 		t.Fatalf("split text %q\nwhole text %q", res.Text, want.Text)
 	}
-	if res.Outcomes[0] != "verdict" {
-		t.Fatalf("stage 0 settled %q, want verdict (outcomes %v)", res.Outcomes[0], res.Outcomes)
+	if res.Outcomes[0] != "verdict" || res.Outcomes[1] != "audited" {
+		t.Fatalf("stages settled %v, want stage 0 verdict, stage 1 audited", res.Outcomes)
 	}
 	j, err := n.c.Job(n.ctx, res.Job)
 	if err != nil {
@@ -183,9 +185,25 @@ func TestSplitLiarCaughtDownstreamPaid(t *testing.T) {
 	if !pv.Tombstoned {
 		t.Fatalf("the liar is not tombstoned: %+v", pv)
 	}
+	// The liar's chain is the one its slot of stage 0 is on.
+	liarChain := -1
+	for c, s := range j.Tasks[0].Slots {
+		if s.Provider == mal {
+			liarChain = c
+		}
+	}
 	for _, name := range []string{"prov1", "prov2", "prov3"} {
-		if got := n.balance(name); !got.Gt(before[name]) {
+		a := addrOf(n, name)
+		downstreamOfLie := liarChain >= 0 && liarChain < len(j.Tasks[1].Slots) && j.Tasks[1].Slots[liarChain].Provider == a
+		got := n.balance(name)
+		switch {
+		case downstreamOfLie && got.Gt(before[name]):
+			t.Fatalf("%s, downstream of the lie, was paid: %s -> %s", name, before[name], got)
+		case !downstreamOfLie && !got.Gt(before[name]):
 			t.Fatalf("%s was not paid: %s -> %s (job %+v)", name, before[name], got, j.Tasks)
+		}
+		if pv, err := n.c.Provider(n.ctx, a); err != nil || pv.Jailed || pv.Tombstoned {
+			t.Fatalf("%s (honest) was jailed or slashed: %+v %v", name, pv, err)
 		}
 	}
 	n.supplyIsCap()
