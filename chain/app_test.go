@@ -155,19 +155,20 @@ func script(h *harness) {
 // is a new AppVersion.
 //
 // Last changed by issue 30 (AppVersion 8): the params record carries
-// params.market.audit_rate_bps and deterrence_bps, and every block's end
+// params.market.audit_rate_bps and deterrence_bps (and canary_rate_bps
+// is 0: canaries retired by default), and every block's end
 // writes the beacon's value of the height before it and its next height
 // (keys 0x71, 0x72; package beacon). Before that, issue 17's pruning (AppVersion 7) added
 // params.market.retain_blocks, and issue 16 (fine-tune jobs, AppVersion 5)
 // the finetune section; AppVersion 6 changed no hash here, only the
 // scenarios' goldens (testdata/scenarios).
 var goldenHashes = []string{
-	"1d7e9a0f7acf8ded210619e1971d19d44ea06849a21670c6cb0e503c07465b69",
-	"b4e282dc81f04622fe392efd335216cd648ea67f0ffd01607500a70929184f62",
-	"c09471523a7df22e0997ff612be77d4a287c026c82dd19b1a3e6d36b488efacf",
-	"4aa0b3ef044cc9cdf32bca9bd3e26c23b355de8cbf6894db6dade16d11b928b4",
-	"ddf5a759ea0db3580dea3940c745ee56099c8076502c935dc509ae0415d265b9",
-	"9d3f1732bbf2f563ddd5a1e972a271dec30182f3f26e98cc8ab36b201b4cc140",
+	"0d46e2c042dfcb637075fdd381ba83ebd7ab4cd0fd06f1d847f15a53129ae600",
+	"519e5747dd3bd3667ff9467f359e26b2c14fb1b7137e986e115fad3a991e660b",
+	"0907d821f854cc8f076ef18d0c21384e81ebdbb7270b464c8d2d15866e9ce508",
+	"fab7b00d218fc65a3f0e5fa4173deb39b58b532870ad40d7da74f205f0ff5285",
+	"19b71cda853bf12b214bdf08816f7a25fdefaf0e982f1c487166e735845a2dc9",
+	"b4c27dcc779c6f33c2d33fa548731e255d6d5f72fa5c496b7e12b0e068f5a905",
 }
 
 func runScript(t testing.TB) []string {
