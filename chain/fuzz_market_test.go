@@ -710,18 +710,28 @@ func fmSeeds() []fmNamedSeed {
 	add(s)
 
 	name = "pool"
-	// A pool job from dave (mode pool, one stage, r = 2, cap 5, windows
-	// 1/1/1/1, no requirements, a seal that is no canary's) claimed by bob
-	// (twice: a duplicate), alice (no provider) and carol, whose claim is
-	// the second eligible one and awards the task in its block (issue 14):
-	// carol's second claim comes too late. Bob and carol agree the next
-	// two blocks; the task settles three blocks later.
+	// A pool job from alice (job 2: mode pool, one stage, r = 2, cap 5,
+	// windows 1/1/1/1, no requirements, a seal that is no canary's): its
+	// claims are taken at heights 3..5. Dave registers and bonds 200 (it
+	// backs 10 oGPU of open slots, market/deterrence.go); bob claims first
+	// (twice: a duplicate); alice (the client) and val (no provider) are
+	// refused. Carol's claim, the second, awards nothing (AppVersion 8,
+	// M-M4), dave's, the third, at the window's last height is still
+	// taken, and carol's second claim comes after the window. The close at
+	// the end of 6, once the beacon value of 5 is final (fixed in the
+	// harness: no validator registers a hash chain), draws carol and dave,
+	// bob the backup: bob, the first to claim, loses the slot he would have
+	// had by arrival. Carol and dave agree the next two blocks; the task
+	// settles three blocks later.
 	s = &fmSeed{}
-	s.tx(fmOpPostJob, fmDave, 1, 0, 0, fmPrice5, 1, 1, 1, 1, 0, 1, 1).
-		tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmAlice, 2, 0).
-		tx(fmOpClaim, fmCarol, 2, 0).tx(fmOpClaim, fmCarol, 2, 0).advance(1)
-	s.commitResult(fmBob, 2, 0, 1).commitResult(fmCarol, 2, 0, 1).advance(1)
-	s.revealResult(fmBob, 2, 0).revealResult(fmCarol, 2, 0).advance(3)
+	s.tx(fmOpPostJob, fmAlice, 1, 0, 0, fmPrice5, 1, 1, 1, 1, 0, 1, 1).
+		tx(fmOpProvider, fmDave, 0, 0).tx(fmOpBond, fmDave, 0, 4).
+		tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmBob, 2, 0).tx(fmOpClaim, fmAlice, 2, 0).tx(fmOpClaim, fmVal, 2, 0).advance(1)
+	s.tx(fmOpClaim, fmCarol, 2, 0).advance(1)
+	s.tx(fmOpClaim, fmDave, 2, 0).advance(1)
+	s.tx(fmOpClaim, fmCarol, 2, 0).advance(1)
+	s.commitResult(fmCarol, 2, 0, 1).commitResult(fmDave, 2, 0, 1).advance(1)
+	s.revealResult(fmCarol, 2, 0).revealResult(fmDave, 2, 0).advance(3)
 	add(s)
 
 	name = "canary"
@@ -845,8 +855,35 @@ func TestFuzzMarketSeeds(t *testing.T) {
 			jobs:  []jobEnd{{1, market.JobCancelled, new(uint256.Int), new(uint256.Int)}},
 		},
 		"pool": {
-			codes: []uint32{ok, ok, dup, eligible, ok, phase, ok, ok, ok, ok},
-			jobs:  []jobEnd{{2, market.JobCompleted, types.OGPU(10), new(uint256.Int)}},
+			codes: []uint32{ok, ok, ok, ok, dup, eligible, eligible, ok, ok, phase, ok, ok, ok, ok},
+			// 2 × the fixed reward, 5, to carol and dave.
+			jobs: []jobEnd{{2, market.JobCompleted, types.OGPU(10), new(uint256.Int)}},
+			check: func(t *testing.T, snap *store.Snapshot) {
+				// The draw, not the order of the claims (bob, carol,
+				// dave), picked the winners.
+				tk, ok := verifier.NewKeeper(snap).GetTask(2, 0)
+				if !ok {
+					t.Fatal("job 2 has no task 0")
+				}
+				var slots []types.Address
+				for _, sl := range tk.Slots {
+					slots = append(slots, sl.Provider)
+				}
+				if want := []types.Address{addrOf("carol"), addrOf("dave")}; !slices.Equal(slots, want) {
+					t.Errorf("task 2/0 went to %v, want carol and dave %v", slots, want)
+				}
+				if want := []types.Address{addrOf("bob")}; !slices.Equal(tk.Backups, want) {
+					t.Errorf("task 2/0 has backups %v, want bob %v", tk.Backups, want)
+				}
+				// The close ran at the end of 6, a block after the window:
+				// commit by 6 + 1.
+				if tk.CommitDeadline != 7 {
+					t.Errorf("task 2/0 commit deadline %d, want 7", tk.CommitDeadline)
+				}
+				if tk.Outcome != "agreed" {
+					t.Errorf("task 2/0 settled %q, want agreed", tk.Outcome)
+				}
+			},
 		},
 		"canary": {
 			codes:      []uint32{ok, ok, ok, ok, ok, ok, ok, ok, ok, ok, mismatch, mismatch, ok, ok, ok},
