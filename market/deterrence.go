@@ -137,8 +137,7 @@ func exposureCap(r store.KV, params genesis.Params, addr types.Address, j *Job) 
 
 // capAwards goes through a close's awards in stage order and drops a
 // winner whose stake no longer backs its open slots plus the ones this
-// close already gave it (eligibility checked each stage alone). Filled
-// pool tasks were awarded, and counted, at their r-th claim.
+// close already gave it (eligibility checked each stage alone).
 func (k *Keeper) capAwards(j *Job, awards []stageAward, filled []bool) {
 	if k.p.AuditRateBps == 0 || j.Kind == KindSession || j.Stages < 2 {
 		return

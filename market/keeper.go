@@ -441,10 +441,8 @@ func (k *Keeper) CancelJob(from types.Address, id uint64) error {
 // depositHeld returns whether a bid of j still holds its deposit in the
 // job's escrow: a sealed bid; an auction's revealed bid still in its
 // stage's leaders list (one pushed out got its deposit back at once); a
-// claim still in the order book. A claim leaves the book when its pool
-// task is awarded at the r-th claim (deposit returned) or when it is
-// dropped there for its provider's ineligibility (deposit burned):
-// fillTask. It reads each stage's leaders list once.
+// claim still in the order book (until the close, pool.go). It reads each
+// stage's leaders list once.
 func depositHeld(r store.Reader, j *Job) func(b *StageBid) bool {
 	if j.Mode != ModeAuction {
 		return func(b *StageBid) bool {
@@ -777,9 +775,8 @@ type stageAward struct {
 // leaders lists, closeAuction; a pool from its order book, closePool),
 // refund revealed deposits, burn unrevealed ones; expire the job if no stage was awarded (a
 // pipeline: if any stage was not; a split job: if any stage has fewer
-// than r winners, one slot per account, see splitSelect). A pool task
-// already awarded at its r-th claim (fillTask) keeps its winners; its
-// claims' deposits were returned then. Every stage opens at once, except
+// than r winners, one slot per account, see splitSelect). A pool job's
+// claimants are drawn from the beacon (pool.go). Every stage opens at once, except
 // a pipeline's stages after the first: they wait (TaskWaiting, no
 // deadlines) until the stage before them settles; see advance. A split
 // stage's winners are put in replica-chain order (chainOrder): slot i of
@@ -905,7 +902,7 @@ func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded 
 	filled = make([]bool, j.Stages)
 	for s := uint16(0); s < j.Stages; s++ {
 		if _, ok := k.ver.GetTask(j.ID, s); ok {
-			filled[s] = true // a pool task awarded at its r-th claim
+			filled[s] = true // before AppVersion 8: a pool task awarded at its r-th claim (none since)
 			awarded++
 			continue
 		}
@@ -924,8 +921,7 @@ func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded 
 		splitSelect(j, awards)
 	}
 	// Deposits: claims of providers still eligible get theirs back, those
-	// whose provider became ineligible before the close lose it. Claims of
-	// filled pool tasks no longer hold one.
+	// whose provider became ineligible before the close lose it.
 	for _, b := range bids {
 		if !inBook(book, BookKey(j.ID, b.Stage, b.Price, b.Provider)) {
 			continue
@@ -946,8 +942,7 @@ func (k *Keeper) closePool(j *Job) (awards []stageAward, filled []bool, awarded 
 // awardStage gives stage s of j to a's winners (at least one) at a's
 // price. The stage reserved r × cap at the post; it keeps n × price for
 // its n winners and returns the rest to the client. The task is written
-// waiting, without deadlines: start opens it. The close awards this way,
-// and so does a pool task's r-th claim (fillTask).
+// waiting, without deadlines: start opens it.
 func (k *Keeper) awardStage(j *Job, s uint16, a stageAward) {
 	keep := new(uint256.Int).Mul(uint256.NewInt(uint64(len(a.winners))), a.price)
 	reserved := new(uint256.Int).Mul(uint256.NewInt(uint64(j.Redundancy)), j.MaxPrice)

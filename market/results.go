@@ -26,7 +26,6 @@ func (k *Keeper) CommitResult(from types.Address, m *verifier.MsgCommitResult) e
 		return err
 	}
 	if j.State == JobBidding || j.State == JobRevealing {
-		// A pool task filled at its r-th claim waits for the job's others.
 		return types.ErrWrongPhase.Wrapf("job %d is %s: it takes results once it runs (when every task is awarded, at the latest after the close at height %d)", j.ID, j.State, j.RevealEnd)
 	}
 	t, err := k.ver.Commit(m.Job, m.Stage, from, m.Commitment, k.ctx.Height)
@@ -894,8 +893,6 @@ func EscrowInvariant(r store.KV) error {
 			want = sess.Owed()
 		case !j.State.Open():
 		case j.State == JobBidding || j.State == JobRevealing:
-			// A pool task filled at its r-th claim keeps r × cap (its
-			// price is the cap) and no longer holds its claims' deposits.
 			want.Add(j.ValidatorFee, j.MaxPayout())
 			held := depositHeld(r, &j)
 			for _, b := range Bids(r, j.ID) {

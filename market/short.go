@@ -84,9 +84,8 @@ func (j *Job) shortPolicy() string {
 // shortAtClose applies the policy to the stages of a closing auction or
 // pool with fewer than r winners (at least one): under ShortRefund they
 // lose their winners (the stage is then refunded like one nobody bid on);
-// under ShortAudit they keep them. Either way EventStageShort says so. A
-// pool task filled at its r-th claim is never short; split jobs have
-// their own rule (splitGap).
+// under ShortAudit they keep them. Either way EventStageShort says so.
+// Split jobs have their own rule (splitGap).
 func (k *Keeper) shortAtClose(j *Job, awards []stageAward, filled []bool) (awarded int) {
 	r := int(j.Redundancy)
 	for s := range awards {
