@@ -49,7 +49,8 @@ import (
 //
 // 8 (issue 30): a stage with fewer than r agreeing results is never paid
 // as verified: the client's short-stage policy (market.Job.Short) audits
-// it by a validator vote ("audited") or refunds it ("unverified"); an
+// it by a validator vote ("audited"), refunds it ("unverified") or bids
+// again for one more window ("rebid"); an
 // auction stage with no more eligible bidders than slots clears at its
 // highest winning bid, not the cap (market short.go, leaders.go).
 const AppVersion uint64 = 8

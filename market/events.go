@@ -263,6 +263,19 @@ type EventStageShort struct {
 
 func (EventStageShort) EventType() string { return "stage_short" }
 
+// EventJobRebid: the close of a ShortRebid job found Stages short of r
+// eligible winners, so the job takes bids (pool: claims) again until
+// BidEnd and reveals until RevealEnd, and closes then (short.go).
+// Provider agents treat it as a new posting.
+type EventJobRebid struct {
+	Job       uint64   `event:"job,index"`
+	Stages    []string `event:"stages"`
+	BidEnd    uint64   `event:"bid_end"`
+	RevealEnd uint64   `event:"reveal_end"`
+}
+
+func (EventJobRebid) EventType() string { return "job_rebid" }
+
 // EventAuditOpened: the validators are asked to re-execute stage Stage of
 // job Job and vote on Result before it is paid (short.go). Reason is why
 // (verifier.AuditShort: Agreeing live slots revealed it, fewer than

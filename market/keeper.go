@@ -305,6 +305,7 @@ func (k *Keeper) PostJob(from types.Address, m *MsgPostJob) (uint64, error) {
 	if m.Mode == ModePool {
 		life += PoolDrawWait // pool.go: the close waits for its beacon value
 	}
+	life += rebidWindow(m) // short.go: a rebid job's extra window
 	switch {
 	case m.Kind == KindPipeline && (long || life > k.p.MaxJobBlocks):
 		needs := strconv.FormatUint(life, 10)
@@ -782,6 +783,9 @@ type stageAward struct {
 // stage's winners are put in replica-chain order (chainOrder): slot i of
 // every stage is chain i.
 func (k *Keeper) close(j *Job) {
+	if k.rebid(j) { // short.go: a short stage takes one more window
+		return
+	}
 	var awards []stageAward
 	var filled []bool
 	var awarded int

@@ -2,7 +2,9 @@ package market
 
 import (
 	"fmt"
+	"strconv"
 
+	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 	"github.com/ogpu-network/ogpu/verifier"
 )
@@ -33,6 +35,10 @@ import (
 //     goes back; a pipeline, whose stages feed one another, expires); a
 //     stage short at its reveal deadline settles "unverified": nobody is
 //     paid, nobody is slashed, no reputation moves.
+//   - ShortRebid: a close that finds a stage short takes bids (or claims)
+//     for one more bid and reveal window instead (EventJobRebid; the bids
+//     it has stay), and closes again; then it is ShortRefund. The job's
+//     life holds that window.
 //
 // Either way a lone result never settles "agreed", never earns
 // reputation as an agreement (M-L1) and is never counted in Job.Verified
@@ -44,6 +50,7 @@ import (
 const (
 	ShortAudit  = "audit"
 	ShortRefund = "refund"
+	ShortRebid  = "rebid"
 )
 
 // ShortDefault is the policy a job of kind gets when its post names none.
@@ -64,8 +71,8 @@ func validateShort(kind, short string) error {
 		return nil
 	case kind == KindSession:
 		return fmt.Errorf("short %q: a session has lanes, not stages, and takes no short-stage policy", short)
-	case short != ShortAudit && short != ShortRefund:
-		return fmt.Errorf("short %q: want %s (validators re-execute a stage with fewer than r providers before it is paid) or %s (such a stage is refunded, nobody paid)", short, ShortAudit, ShortRefund)
+	case short != ShortAudit && short != ShortRefund && short != ShortRebid:
+		return fmt.Errorf("short %q: want %s (validators re-execute a stage with fewer than r providers before it is paid), %s (such a stage is refunded, nobody paid) or %s (one more bid window, then refunded)", short, ShortAudit, ShortRefund, ShortRebid)
 	case kind == KindFinetune && short == ShortAudit:
 		return fmt.Errorf("short %q: fine-tune jobs are not audited by a vote yet: use %s (a stage with fewer than r trainers is refunded)", short, ShortRefund)
 	}
@@ -104,7 +111,7 @@ func (k *Keeper) shortAtClose(j *Job, awards []stageAward, filled []bool) (award
 		}
 		policy := j.shortPolicy()
 		k.emit(EventStageShort{Job: j.ID, Stage: uint16(s), Providers: uint16(n), Redundancy: j.Redundancy, Policy: policy})
-		if policy == ShortRefund {
+		if policy != ShortAudit { // refund, or rebid after its extra window
 			a.winners, a.backups = nil, nil
 			continue
 		}
@@ -165,4 +172,59 @@ func VerifiedOutcome(outcome string) bool {
 		return true
 	}
 	return false
+}
+
+// rebidWindow is what a ShortRebid job's life holds for its extra window.
+func rebidWindow(m *MsgPostJob) uint64 {
+	if m.Short != ShortRebid {
+		return 0
+	}
+	return m.Windows.Bid + m.Windows.Reveal
+}
+
+// rebid runs at the close of a ShortRebid job that has not taken its
+// extra window: if a stage would get fewer than r eligible winners (none
+// counts too), the job takes bids or claims for one more bid and reveal
+// window, from this height, instead of closing; what it has stays (sealed
+// and revealed bids, leaders, claims and their deposits). It reports
+// whether it reopened. The check reads each stage's leaders list or
+// claims, as the close would.
+func (k *Keeper) rebid(j *Job) bool {
+	if j.shortPolicy() != ShortRebid || j.Rebids > 0 || j.Kind == KindSplit || j.Kind == KindSession {
+		return false
+	}
+	var short []string
+	for s := uint16(0); s < j.Stages; s++ {
+		n := 0
+		if j.Mode == ModeAuction {
+			w, _, _ := k.rankLeaders(j, s, GetLeaders(k.kv, j.ID, s))
+			n = len(w)
+		} else {
+			store.IteratePrefix(k.kv, bookStagePrefix(j.ID, s), func(key, _ []byte) bool {
+				if EligibleStage(k.kv, k.ctx.Params, k.ctx.Height, j, s, types.BytesToAddress(key[len(key)-types.AddressLength:])) == nil {
+					n++
+				}
+				return n >= int(j.Redundancy)
+			})
+		}
+		if n < int(j.Redundancy) {
+			short = append(short, strconv.Itoa(int(s)))
+		}
+	}
+	if len(short) == 0 {
+		return false
+	}
+	old := j.RevealEnd
+	j.Rebids++
+	j.BidEnd = k.ctx.Height + j.Windows.Bid
+	j.RevealEnd = j.BidEnd + j.Windows.Reveal
+	j.Expiry += j.RevealEnd - old
+	k.setState(j, JobBidding)
+	k.setJob(j)
+	if j.Windows.Reveal > 0 {
+		k.schedule(j.BidEnd, j.ID, stageNone, deadlineBidEnd)
+	}
+	k.schedule(j.RevealEnd, j.ID, stageNone, deadlineClose)
+	k.emit(EventJobRebid{Job: j.ID, Stages: short, BidEnd: j.BidEnd, RevealEnd: j.RevealEnd})
+	return true
 }

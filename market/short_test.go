@@ -387,3 +387,58 @@ func TestSplitKnockoutLiarIsAudited(t *testing.T) {
 		t.Errorf("job %s, %d verified, paid %s: want completed, 1 (the honest stage 0, audited), 2 oGPU", j.State, j.Verified, j.Paid.Dec())
 	}
 }
+
+// TestShortRebid: a "rebid" job whose stage has one bidder of two at the
+// close takes bids for one more window instead (job_rebid); a second
+// provider bids then, and the job closes with both, at the uniform price.
+// A second close still short is refunded (no third window). The job's
+// life holds the extra window.
+func TestShortRebid(t *testing.T) {
+	n := marketNet(t, genesis.DefaultParams())
+	m := auctionJob(2, types.OGPU(3))
+	m.Short = ShortRebid
+	id := n.post(client, m)
+	j := n.job(id)
+	if plain := n.post(client, auctionJob(2, types.OGPU(3))); n.job(plain).Expiry+m.Windows.Bid+m.Windows.Reveal != j.Expiry {
+		t.Fatalf("expiry %d, want a plain job's %d + bid + reveal", j.Expiry, n.job(plain).Expiry)
+	}
+	n.bid(prov1, id, 0, types.OGPU(1))
+	n.advanceTo(j.BidEnd + 1)
+	n.revealBid(prov1, id, 0, types.OGPU(1))
+	n.events = nil
+	n.advanceTo(j.RevealEnd + 1)
+	re := eventsOf[EventJobRebid](t, n.events)
+	j = n.job(id)
+	if len(re) != 1 || j.State != JobBidding || j.Rebids != 1 || re[0].BidEnd != j.BidEnd || !slices.Equal(re[0].Stages, []string{"0"}) {
+		t.Fatalf("job_rebid %+v, job %s with %d rebids: want one more bid window", re, j.State, j.Rebids)
+	}
+	if _, ok := n.ver().GetTask(id, 0); ok {
+		t.Fatal("the short stage was awarded")
+	}
+	n.refused("prov1 bids twice", func(k *Keeper) error {
+		return k.CommitBid(prov1, &MsgCommitBid{Job: id, Stage: 0, Commitment: hashOf("again")})
+	}, types.ErrDuplicate)
+	n.bid(prov2, id, 0, types.OGPU(2))
+	n.advanceTo(j.BidEnd + 1)
+	n.revealBid(prov2, id, 0, types.OGPU(2))
+	n.advanceTo(j.RevealEnd + 1)
+	tk := n.task(id, 0)
+	if j := n.job(id); j.State != JobRunning || len(tk.Slots) != 2 || !j.Prices[0].Eq(types.OGPU(2)) {
+		t.Fatalf("job %s, slots %v, price %s after the extra window: want both, at 2", j.State, tk.Slots, j.Prices[0].Dec())
+	}
+
+	// Still short after its extra window: refunded, no third window.
+	m.Seal = hashOf("another")
+	id = n.post(client, m)
+	n.advanceTo(n.job(id).BidEnd + 1) // nobody bid: the bidless close at BidEnd opens the extra window
+	if j := n.job(id); j.Rebids != 1 || j.State != JobBidding {
+		t.Fatalf("a bidless rebid job after its bid window: %s with %d rebids", j.State, j.Rebids)
+	}
+	n.bid(prov3, id, 0, types.OGPU(1))
+	n.advanceTo(n.job(id).BidEnd + 1)
+	n.revealBid(prov3, id, 0, types.OGPU(1))
+	n.advanceTo(n.job(id).RevealEnd + 1)
+	if j := n.job(id); j.State != JobExpired || j.Rebids != 1 || !j.Paid.IsZero() || !n.esc().Locked(id).IsZero() {
+		t.Fatalf("job %s with %d rebids, paid %s, %s locked: want expired after one extra window, nobody paid, all refunded", j.State, j.Rebids, j.Paid.Dec(), n.esc().Locked(id).Dec())
+	}
+}

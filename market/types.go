@@ -189,6 +189,9 @@ type Job struct {
 	// Short is what the client chose, when posting, for a stage left with
 	// fewer than r eligible providers (ShortAudit or ShortRefund; short.go).
 	Short string `rlp:"optional"`
+	// Rebids counts the extra bid windows a ShortRebid job took (at most
+	// one: short.go).
+	Rebids uint8 `rlp:"optional"`
 }
 
 // SealedBids is the number of sealed bids (pool mode: claims) on the job,

@@ -648,7 +648,7 @@ func readPrivValidatorPubKey(path string) ([]byte, error) {
 // ---- jobs ----
 
 // shortFlagHelp documents --short (market/short.go).
-const shortFlagHelp = "what a stage left with fewer than --redundancy eligible providers (or agreeing results) gets: audit (the validators re-execute it before it is paid; the default, fine-tune excepted) or refund (not awarded, or settled unverified: nobody paid)"
+const shortFlagHelp = "what a stage left with fewer than --redundancy eligible providers (or agreeing results) gets: audit (the validators re-execute it before it is paid; the default, fine-tune excepted), refund (not awarded, or settled unverified: nobody paid) or rebid (one more bid window, then refund)"
 
 // JobPostOutput is what `tx job post` prints.
 type JobPostOutput struct {

@@ -406,6 +406,11 @@ func reportEvent(ev abci.Event, id uint64, stages bool, progress Progress) {
 				progress("%sonly %d eligible provider(s) of %d: it runs, and the validators audit its result before it is paid (--short audit)", at(e.Stage), e.Providers, e.Redundancy)
 			}
 		}
+	case market.EventJobRebid{}.EventType():
+		var e market.EventJobRebid
+		if types.DecodeEvent(ev, &e) == nil && e.Job == id {
+			progress("stage(s) %v had fewer eligible providers than asked: bids are taken again until height %d, reveals until %d (--short rebid)", e.Stages, e.BidEnd, e.RevealEnd)
+		}
 	case market.EventAuditOpened{}.EventType():
 		var e market.EventAuditOpened
 		if types.DecodeEvent(ev, &e) == nil && e.Job == id {

@@ -787,6 +787,14 @@ func (p *Provider) onEvent(ctx context.Context, height int64, ev abci.Event) {
 		if types.DecodeEvent(ev, &e) == nil {
 			p.spawn(func() { p.considerJob(ctx, e.Job, height) })
 		}
+	case market.EventJobRebid{}.EventType():
+		// A short job takes bids for one more window (market short.go):
+		// a provider that did not bid may now (one that did is refused
+		// as a duplicate, harmlessly).
+		var e market.EventJobRebid
+		if types.DecodeEvent(ev, &e) == nil {
+			p.spawn(func() { p.considerJob(ctx, e.Job, height) })
+		}
 	case market.EventJobRevealing{}.EventType():
 		var e market.EventJobRevealing
 		if types.DecodeEvent(ev, &e) == nil {
