@@ -210,18 +210,28 @@ func (k Keeper) Finalize(h uint64, active func(types.Address) bool) {
 		rec *Record
 	}
 	var members []member
+	var gone []types.Address
 	store.IteratePrefix(k.kv, []byte{prefixRecord}, func(key, value []byte) bool {
 		op := types.BytesToAddress(key[1:])
-		if !active(op) {
-			return false
-		}
 		var rec Record
 		if err := rlp.DecodeBytes(value, &rec); err != nil {
 			panic(fmt.Errorf("beacon: stored record unreadable: %w", err))
 		}
+		if !active(op) {
+			// An inactive validator counts for nothing; once silent past
+			// Timeout its record goes (it registers anew if it comes back),
+			// so the records stay as many as the recent validators.
+			if rec.Last+Timeout < h {
+				gone = append(gone, op)
+			}
+			return false
+		}
 		members = append(members, member{op, &rec})
 		return false
 	})
+	for _, op := range gone {
+		k.kv.Delete(RecordKey(op))
+	}
 	for n := 0; next < h && n < MaxFinalizePerBlock; n++ {
 		d := next
 		waiting := false

@@ -208,3 +208,23 @@ func TestRevealRoundTrip(t *testing.T) {
 		t.Fatal("trailing byte accepted")
 	}
 }
+
+// TestInactiveRecordsGo: a validator that leaves the active set counts for
+// nothing at once and loses its record once silent past Timeout.
+func TestInactiveRecordsGo(t *testing.T) {
+	n := newNet(t, "a", "b")
+	for range 4 {
+		n.block(nil)
+	}
+	b := n.ops[1]
+	n.active[b] = false
+	for range Timeout + 2 {
+		n.block(n.ops[:1])
+	}
+	if _, ok := GetRecord(n.kv, b); ok {
+		t.Fatal("an inactive, silent validator's record is still there")
+	}
+	if _, ok := GetRecord(n.kv, n.ops[0]); !ok {
+		t.Fatal("the active validator's record went")
+	}
+}
