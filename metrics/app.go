@@ -35,7 +35,7 @@ var (
 	appDisputes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "disputes_total",
 		Help: "Disputes opened: job (results differ, or an audit: see audits_total) or session_audit, session_comparison, session_equivocation."}, []string{"kind"})
 	appAudits = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "audits_total",
-		Help: "Job tasks put to a validator audit before payment, by reason (short: fewer than r agreeing results)."}, []string{"reason"})
+		Help: "Job tasks put to a validator audit before payment, by reason: short (fewer than r agreeing results), random (drawn by the beacon), split (a split slot alone on its input)."}, []string{"reason"})
 	appSlashes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "slashes_total",
 		Help: "Slashes, by reason class."}, []string{"reason"})
 	appSlashed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "app", Name: "slashed_ogpu_total",
@@ -127,7 +127,7 @@ func observeAppEvent(ev abci.Event) {
 	case "audit_opened":
 		var e market.EventAuditOpened
 		if decode(ev, &e) {
-			appAudits.WithLabelValues(oneOf(e.Reason, "short")).Inc()
+			appAudits.WithLabelValues(oneOf(e.Reason, "short", "random", "split")).Inc()
 		}
 	case "session_dispute_opened":
 		var e session.EventDisputeOpened
