@@ -121,7 +121,8 @@ func TestBrowserJobTimeline(t *testing.T) {
 	}
 	claim()
 	all := `window.__noReload === true && ["posted", "award", "results", "settled"].every(s => document.querySelector('#steps li[data-step="' + s + '"]').classList.contains("done"))`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](all, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	// The claim window is 200 blocks (20 s): the award comes after it.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](all, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
 		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#timeline tbody").textContent`))
 		t.Fatalf("the pool job's timeline did not reach settled live (shown: %s): %v", shown, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,9 @@ func startEnvOpts(t *testing.T, funded int, opts func(*env) Options) *env {
 		t.Fatal(err)
 	}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	e := &env{}
 	for i := range funded {
 		k := testKey(t, i)
@@ -400,7 +404,8 @@ func TestScriptInMemoEscaped(t *testing.T) {
 
 // poolJob registers and bonds providers keys[1] and keys[2], posts a pool
 // job from keys[0] whose execute window is short, and returns its id and
-// the claims to send (the job is awarded when both land).
+// the claims to send (the job is awarded when its 200-block claim window
+// is over and the beacon drew them: market/pool.go).
 func (e *env) poolJob(t *testing.T) (uint64, func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -428,15 +433,22 @@ func (e *env) poolJob(t *testing.T) (uint64, func()) {
 // waitJobEnd waits until the job leaves bidding and running.
 func (e *env) waitJobEnd(t *testing.T, id uint64) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return e.waitJobState(t, id, "completed", "expired", "cancelled")
+}
+
+// waitJobState waits until the job is in one of states (a pool job runs
+// once its claim window is over and the beacon drew its claimants:
+// market/pool.go) and returns it.
+func (e *env) waitJobState(t *testing.T, id uint64, states ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for {
 		j, err := e.c.Job(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch j.StateName {
-		case "completed", "expired", "cancelled":
+		if slices.Contains(states, j.StateName) {
 			return j.StateName
 		}
 		select {

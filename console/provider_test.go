@@ -62,14 +62,17 @@ func (e *env) registerProvidersBonded(t *testing.T, model types.Hash, stake *uin
 // result; it returns once the job completed.
 func (e *env) agreedJob(t *testing.T, model types.Hash) *uint256.Int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	id, _ := e.sendJob(t, 0, poolJob(model, "provider page", market.Windows{Bid: 200, Execute: 60, Verify: 30}))
+	// A 40-block claim window (4 s): the claims land in it, and the job
+	// runs once it is over and the beacon drew them (market/pool.go).
+	id, _ := e.sendJob(t, 0, poolJob(model, "provider page", market.Windows{Bid: 40, Execute: 60, Verify: 30}))
 	for _, p := range []int{1, 2} {
 		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: id}).Raw()); err != nil {
 			t.Fatal(err)
 		}
 	}
+	e.waitJobState(t, id, "running")
 	result, salt := sha256.Sum256([]byte("the answer")), sha256.Sum256([]byte("salt"))
 	for _, p := range []int{1, 2} {
 		c := verifier.ResultCommitment(result, salt, e.addr(p))
@@ -201,7 +204,7 @@ func TestProviderJailBanner(t *testing.T) {
 	e.registerProvidersBonded(t, model, types.OGPU(100)) // the minimum: a slash takes them below
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	job, _ := e.sendJob(t, 0, poolJob(model, "jail", market.Windows{Bid: 200, Execute: 5, Verify: 5}))
+	job, _ := e.sendJob(t, 0, poolJob(model, "jail", market.Windows{Bid: 40, Execute: 5, Verify: 5}))
 	for _, p := range []int{1, 2} {
 		if _, err := node.NewSender(e.c, e.keys[p]).Send(ctx, (&market.MsgClaimTask{Job: job}).Raw()); err != nil {
 			t.Fatal(err)

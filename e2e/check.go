@@ -28,7 +28,8 @@ type scanner struct {
 	pruned    map[uint64]bool          // the job ended and was pruned (retain_blocks later)
 	order     []uint64
 	outcomes  map[uint64][]string // task_settled outcomes
-	disputed  map[uint64]bool
+	disputed  map[uint64]bool // a dispute between differing results
+	audited   map[uint64]bool // an audit (one result put to the validators: market short.go, audit.go)
 	expired   map[uint64]bool
 	cancelled map[uint64]bool
 	slashes   []slashAt
@@ -50,7 +51,7 @@ type slashAt struct {
 
 func newScanner() *scanner {
 	return &scanner{next: 1, posted: map[uint64]types.Address{}, kinds: map[uint64]string{}, paid: map[uint64]bool{}, pruned: map[uint64]bool{}, outcomes: map[uint64][]string{},
-		disputed: map[uint64]bool{}, expired: map[uint64]bool{}, cancelled: map[uint64]bool{}}
+		disputed: map[uint64]bool{}, audited: map[uint64]bool{}, expired: map[uint64]bool{}, cancelled: map[uint64]bool{}}
 }
 
 // to reads every block up to c's committed height.
@@ -117,7 +118,16 @@ func (s *scanner) take(b node.BlockEvents) error {
 		return err
 	}
 	for _, e := range disputes {
-		s.disputed[e.Job] = true
+		if len(e.Results) > 1 {
+			s.disputed[e.Job] = true
+		}
+	}
+	audits, err := node.DecodeEvents[market.EventAuditOpened](b.Events)
+	if err != nil {
+		return err
+	}
+	for _, e := range audits {
+		s.audited[e.Job] = true
 	}
 	expired, err := node.DecodeEvents[market.EventJobExpired](b.Events)
 	if err != nil {
@@ -409,10 +419,13 @@ func (n *Net) procs() []*Proc {
 // JobCounts is how a set of posted jobs ended.
 type JobCounts struct {
 	Posted, Settled, Refunded, Disputed, Open int
+	// Audited counts the jobs with an audit (of those above: an audited
+	// job that paid is settled, verified by the validators).
+	Audited int
 }
 
 func (c *JobCounts) String() string {
-	return fmt.Sprintf("posted %d: settled %d, refunded %d, disputed %d, open %d", c.Posted, c.Settled, c.Refunded, c.Disputed, c.Open)
+	return fmt.Sprintf("posted %d: settled %d, refunded %d, disputed %d, open %d (audited %d)", c.Posted, c.Settled, c.Refunded, c.Disputed, c.Open, c.Audited)
 }
 
 // JobTally is how the posted jobs ended, in all and by kind (inference,
@@ -425,9 +438,10 @@ type JobTally struct {
 }
 
 // Jobs tallies the posted jobs from the chain: settled (completed on an
-// agreed result), refunded (expired, cancelled, or completed with no
-// result), disputed (a dispute opened and was decided), open (not ended
-// yet).
+// agreed or audited result), refunded (expired, cancelled, or completed
+// with no result), disputed (a dispute between differing results opened
+// and was decided), open (not ended yet); audited counts the jobs an
+// audit checked (a short stage or a random draw).
 func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 	r := n.Ref()
 	if err := n.scan.to(ctx, n.Clients[r]); err != nil {
@@ -454,6 +468,9 @@ func (n *Net) Jobs(ctx context.Context) (JobTally, error) {
 		}
 		for _, c := range []*JobCounts{&t.JobCounts, k} {
 			c.Posted++
+			if n.scan.audited[id] {
+				c.Audited++
+			}
 			switch {
 			case n.scan.pruned[id] && n.scan.disputed[id]:
 				c.Disputed++

@@ -72,6 +72,9 @@ func newTestNet(t testing.TB, validator bool) *testNet {
 		t.Fatal(err)
 	}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	for _, name := range []string{"client", "poor", "prov1", "prov2", "prov3"} {
 		k, _ := ethcrypto.GenerateKey()
 		n.keys[name] = k

@@ -78,6 +78,9 @@ func TestMetricsNodeJob(t *testing.T) {
 		t.Fatal("CometBFT metrics enabled twice in one process")
 	}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	for i := range keys {
 		if err := doc.AddAccount(addr(i), types.OGPU(1000)); err != nil {
 			t.Fatal(err)
@@ -304,8 +307,10 @@ func TestMetricsNodeJob(t *testing.T) {
 	waitPhase(job4, func(j *chainJob) bool { return j.state == "running" })
 
 	// FinalizeBlock was timed once per block, outside the state machine:
-	// stop the node and count. Pool awards happen in transactions, not at
-	// a close: the auctions closed are job 3's expiry and job 4's award.
+	// stop the node and count. Pool jobs are awarded at a close too since
+	// AppVersion 8 (their claimants drawn from the beacon, market/pool.go):
+	// the closes are jobs 1's and 2's awards, job 3's expiry and job 4's
+	// award, in four blocks.
 	stopFollowing()
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -320,13 +325,13 @@ func TestMetricsNodeJob(t *testing.T) {
 	if timed != blocks {
 		t.Errorf("ogpu_app_finalize_block_seconds counted %v blocks, the node executed %v", timed, blocks)
 	}
-	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 2 {
-		t.Errorf("%v blocks closed auctions, want 2 (job 3's expiry, job 4's award)", got)
+	if got := fdelta(`ogpu_app_finalize_block_seconds_count{auctions="1-9"}`); got != 4 {
+		t.Errorf("%v blocks closed auctions, want 4 (jobs 1 and 2 drawn, job 3's expiry, job 4's award)", got)
 	}
 	if got := fdelta(`ogpu_app_finalize_block_seconds_sum{auctions="0"}`); got <= 0 {
 		t.Errorf("FinalizeBlock took %v s in all", got)
 	}
-	for result, want := range map[string]float64{"expired": 1, "awarded": 1} {
+	for result, want := range map[string]float64{"expired": 1, "awarded": 3} {
 		if got := fdelta(`ogpu_app_auctions_closed_total{result="` + result + `"}`); got != want {
 			t.Errorf("ogpu_app_auctions_closed_total{result=%q} moved by %v, want %v", result, got, want)
 		}

@@ -59,6 +59,9 @@ func startMarketEnv(t *testing.T) *marketEnv {
 	e := &marketEnv{cliEnv: &cliEnv{t: t, base: []string{"--home", walletHome, "--password-file", pwFile, "--lightkdf"}},
 		wallet: walletHome, chainID: "ogpu-market-test", addr: map[string]types.Address{}}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	doc.Params.Market.DisputeBlocks = testDisputeBlocks
 	funds := map[string]uint64{"client": 1000, "p1": 500, "p2": 500, "p3": 500, "idle": 50}
 	for _, name := range []string{"client", "p1", "p2", "p3", "idle"} {

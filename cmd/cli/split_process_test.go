@@ -86,6 +86,9 @@ func startSplitEnv(t *testing.T, providers int) *splitEnv {
 	wallet := filepath.Join(dir, "wallet")
 	e := &splitEnv{cliEnv: &cliEnv{t: t, base: []string{"--home", wallet, "--password-file", pw, "--lightkdf"}}, wallet: wallet, pw: pw}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	names := []string{"client"}
 	for i := range providers {
 		names = append(names, fmt.Sprintf("p%d", i+1))

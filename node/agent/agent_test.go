@@ -112,6 +112,9 @@ func newTestChainNet(t *testing.T, tweaks ...func(*genesis.Doc)) *testNet {
 	n := &testNet{t: t, ctx: ctx, home: t.TempDir(), modelPath: path, keys: map[string]*ecdsa.PrivateKey{},
 		lo: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	for _, name := range []string{"client", "prov1", "prov2", "prov3", "mal1", "mal2", "mal3"} {
 		k, _ := ethcrypto.GenerateKey()
 		n.keys[name] = k

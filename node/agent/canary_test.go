@@ -43,6 +43,9 @@ func newCanaryNet(t *testing.T) *testNet {
 	n := &testNet{t: t, ctx: ctx, home: t.TempDir(), modelPath: path, keys: map[string]*ecdsa.PrivateKey{},
 		lo: llm.Options{Threads: 1, BatchSize: 512, ContextSize: 512}}
 	doc := genesis.Default()
+	// Random audits off: outcomes here are agreements; TestRandomAuditOnRealNodes
+	// (node/agent) runs audits on real nodes.
+	doc.Params.Market.AuditRateBps = 0
 	doc.Params.Market.CanaryRateBps = 10_000
 	for _, name := range []string{"client", "prov1", "prov2", "mal1", "mal2"} {
 		k, _ := ethcrypto.GenerateKey()

@@ -283,7 +283,9 @@ func (c *Client) follow(ctx context.Context, id uint64, from int64, input types.
 					continue
 				}
 				out.Paid, out.Refunded, out.Compensated, out.ValidatorFee, out.Completed = e.Paid, e.Refunded, e.Compensated, e.ValidatorFee, b.Height
-				if !market.VerifiedOutcome(out.Outcome) {
+				// A verdict that rejected every revealed result is decided,
+				// but nobody delivered it: nothing was paid, nothing to fetch.
+				if !market.VerifiedOutcome(out.Outcome) || e.Paid == nil || e.Paid.IsZero() {
 					return out, fmt.Errorf("job %d ended without a verified result (%s): %s refunded", id, out.Outcome, types.FormatAmount(e.Refunded))
 				}
 				{

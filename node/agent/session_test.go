@@ -57,8 +57,9 @@ func (n *testNet) sessionOrder(budget *uint256.Int) SessionOrder {
 
 func milli(x uint64) *uint256.Int { return new(uint256.Int).Div(types.OGPU(x), uint256.NewInt(1000)) }
 
-// blockTxs returns the number of transactions in block h and the events of
-// the block's transactions and of FinalizeBlock.
+// blockTxs returns the number of transactions in block h (the injected
+// vote extensions aside: chain.IsInjected) and the events of the block's
+// transactions and of FinalizeBlock.
 func (n *testNet) blockTxs(h int64) (int, []abci.Event) {
 	n.t.Helper()
 	b, err := n.c.RPC.Block(n.ctx, &h)
@@ -73,7 +74,13 @@ func (n *testNet) blockTxs(h int64) (int, []abci.Event) {
 	for _, tr := range r.TxResults {
 		evs = append(evs, tr.Events...)
 	}
-	return len(b.Block.Txs), evs
+	txs := 0
+	for _, tx := range b.Block.Txs {
+		if !chain.IsInjected(tx) {
+			txs++
+		}
+	}
+	return txs, evs
 }
 
 // balanceAt is addr's balance after block h.
