@@ -28,8 +28,8 @@ type scanner struct {
 	pruned    map[uint64]bool          // the job ended and was pruned (retain_blocks later)
 	order     []uint64
 	outcomes  map[uint64][]string // task_settled outcomes
-	disputed  map[uint64]bool // a dispute between differing results
-	audited   map[uint64]bool // an audit (one result put to the validators: market short.go, audit.go)
+	disputed  map[uint64]bool     // a dispute between differing results
+	audited   map[uint64]bool     // an audit (one result put to the validators: market short.go, audit.go)
 	expired   map[uint64]bool
 	cancelled map[uint64]bool
 	slashes   []slashAt
