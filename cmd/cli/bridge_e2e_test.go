@@ -29,9 +29,9 @@ import (
 	"github.com/ogpu-network/ogpu/bridge"
 	"github.com/ogpu-network/ogpu/chain"
 	"github.com/ogpu-network/ogpu/contracts"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node"
 	"github.com/ogpu-network/ogpu/node/agent"
-	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/types"
 )
 
