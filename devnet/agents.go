@@ -220,15 +220,54 @@ func (d *devnet) newHost(name string, key *ecdsa.PrivateKey, access *agent.Acces
 	return h, store, nil
 }
 
+// newProvider makes a provider for acct priced by price: its libp2p host
+// and blob store (with the model if withModel), closed when the agents
+// stop, as is the agent startProvider will run for it.
+func (d *devnet) newProvider(acct account, price pricing.Strategy, withModel bool) (*provider, error) {
+	nodeKey, err := p2p.LoadOrCreateKey(filepath.Join(d.home, "p2p", acct.name, "node_key"))
+	if err != nil {
+		return nil, err
+	}
+	p := &provider{acct: acct, price: price}
+	if p.host, p.store, err = d.newHost(acct.name, nodeKey, agent.NewAccess(d.c), d.boot); err != nil {
+		return nil, err
+	}
+	d.onStop(func() { p.host.Close() })
+	d.onStop(func() {
+		if p.agent != nil {
+			p.agent.Close()
+		}
+	})
+	if withModel {
+		if _, err := p.store.PutFile(d.modelPath); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// runningWithin is how many blocks startProvider waits for a provider
+// agent to say it is running (it registered and follows the blocks).
+const runningWithin = 150
+
 // startProvider starts p's agent: it serves the model (or wants it, if its
 // store does not have it), bonds 200ogpu, registers and serves until
 // stopProvider or the end. configure, if not nil, changes its
-// configuration first (e.g. Lie).
+// configuration first (e.g. Lie). It returns once the agent follows the
+// chain's blocks ("provider running"): a job posted from then on is one
+// it sees, even on a machine too busy to schedule it at once.
 func (d *devnet) startProvider(p *provider, configure func(*agent.ProviderConfig)) error {
+	running := make(chan struct{})
+	var once sync.Once
+	logger := slog.New(logHandler{w: d.w, name: p.acct.name, seen: func(msg string) {
+		if msg == "provider running" {
+			once.Do(func() { close(running) })
+		}
+	}})
 	cfg := agent.ProviderConfig{
 		Chain: d.c, Key: p.acct.key, Host: p.host, Store: p.store, LLM: d.llm, Strategy: p.price,
 		Attributes: d.attrs, Bond: types.OGPU(200), StateDir: filepath.Join(d.home, "p2p", p.acct.name, "state"),
-		Logger: d.logger(p.acct.name), Pipeline: true, Finetune: true,
+		Logger: logger, Pipeline: true, Finetune: true,
 	}
 	if p.store.Has(d.model) {
 		cfg.Models = []types.Hash{d.model}
@@ -258,12 +297,35 @@ func (d *devnet) startProvider(p *provider, configure func(*agent.ProviderConfig
 		p.done <- a.Serve(pctx)
 	})
 	<-ready
-	select {
-	case err := <-p.done:
-		return fmt.Errorf("%s: %w", p.acct.name, err)
-	default:
-		return nil
+	st, err := d.c.RPC.Status(d.ctx)
+	if err != nil {
+		return err
 	}
+	late, stop := d.afterBlocks(st.SyncInfo.LatestBlockHeight + runningWithin)
+	defer stop()
+	select {
+	case <-running:
+		return nil
+	case err := <-p.done:
+		p.done <- err // for stopProvider
+		return fmt.Errorf("%s: %w", p.acct.name, err)
+	case <-late:
+		return fmt.Errorf("%s: its agent registered but did not say \"provider running\" within %d blocks", p.acct.name, runningWithin)
+	case <-d.ctx.Done():
+		return d.ctx.Err()
+	}
+}
+
+// afterBlocks returns a channel closed once the chain reaches height (or
+// stop is called, or the agents stop).
+func (d *devnet) afterBlocks(height int64) (_ <-chan struct{}, stop func()) {
+	ch := make(chan struct{})
+	ctx, stop := context.WithCancel(d.ctx)
+	d.goAgent(func() {
+		_ = d.c.WaitHeight(ctx, height)
+		close(ch)
+	})
+	return ch, stop
 }
 
 // stopProvider stops p's agent, waits for it and closes it.

@@ -2,7 +2,6 @@ package devnet
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -162,12 +161,8 @@ func (d *devnet) consoleRound(report *Report) error {
 	if st.State != "completed" || j.Paid.IsZero() {
 		return fmt.Errorf("the console's job %d ended %s, paid %s", rep.Job, st.State, types.FormatAmount(j.Paid))
 	}
-	page, err := b.get(fmt.Sprintf("/jobs/%d", rep.Job))
-	if err != nil {
+	if err := d.pageShowsSettled(b, rep.Job); err != nil {
 		return err
-	}
-	if !strings.Contains(page, `data-step="settled" class="done"`) {
-		return errors.New("the job's page does not show it settled")
 	}
 	client, err := b.get("/client")
 	if err != nil {
@@ -191,4 +186,44 @@ func (d *devnet) consoleRound(report *Report) error {
 	rep.Prov1Earned = earn.Total
 	fmt.Fprintf(w, "prov1's console page (/providers/%s): earned %s in the last 24 h, %s in all\n", prov1.Hex(), earn.Day, earn.Total)
 	return nil
+}
+
+// settledWithin is how many blocks the job page has to show a completed
+// job settled.
+const settledWithin = 25
+
+// pageShowsSettled waits for job's page to mark the "settled" step done.
+// The page's timeline comes from the node's indexer, which indexes a
+// block after the block is committed: the state can say "completed" a
+// moment before the indexer has the job_completed event.
+func (d *devnet) pageShowsSettled(b *browser, job uint64) error {
+	st, err := d.c.RPC.Status(d.ctx)
+	if err != nil {
+		return err
+	}
+	until := st.SyncInfo.LatestBlockHeight + settledWithin
+	for {
+		page, err := b.get(fmt.Sprintf("/jobs/%d", job))
+		if err != nil {
+			return err
+		}
+		if strings.Contains(page, `data-step="settled" class="done"`) {
+			return nil
+		}
+		h, err := d.c.CommittedHeight(d.ctx)
+		if err != nil {
+			return err
+		}
+		if h >= until {
+			why := ""
+			if _, after, ok := strings.Cut(page, "the timeline cannot be read from the node's indexer"); ok {
+				why, _, _ = strings.Cut(after, "</p>")
+				why = ": the timeline cannot be read from the node's indexer" + why
+			}
+			return fmt.Errorf("the page of job %d does not show it settled %d blocks after the job completed%s", job, settledWithin, why)
+		}
+		if err := d.c.WaitHeight(d.ctx, h+1); err != nil {
+			return err
+		}
+	}
 }

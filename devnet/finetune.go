@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 
 	"github.com/ogpu-network/ogpu/finetune"
+	"github.com/ogpu-network/ogpu/market"
 	"github.com/ogpu-network/ogpu/node/agent"
-	"github.com/ogpu-network/ogpu/node/p2p"
 	"github.com/ogpu-network/ogpu/node/pricing"
 	"github.com/ogpu-network/ogpu/runtime/llm"
 	"github.com/ogpu-network/ogpu/types"
@@ -30,6 +29,9 @@ type FinetuneReport struct {
 	Game        *finetune.Game
 	LiarSlashed bool
 }
+
+// finetuneBidBlocks is the fine-tune jobs' bid window (the default is 5).
+const finetuneBidBlocks = 10
 
 // FinetunePrompt is the prompt alice tries the fine-tuned model with.
 const FinetunePrompt = "Once upon a time, there was a"
@@ -69,7 +71,8 @@ func (d *devnet) finetuneRound(report *Report) error {
 	}
 	data := finetuneText()
 	fmt.Fprintf(w, "alice writes %d bytes of stories about \"a purple dragon named Ziggy\"\n", len(data))
-	fmt.Fprintf(w, "alice: ogpu job run --kind finetune --model %s --data stories.txt --epochs 3 --stride 16 --redundancy 2 --max-price 5ogpu\n", "stories260K.gguf")
+	fmt.Fprintf(w, "alice: ogpu job run --kind finetune --model %s --data stories.txt --epochs 3 --stride 16 --redundancy 2 --max-price 5ogpu --bid-blocks %d\n", "stories260K.gguf", finetuneBidBlocks)
+	fmt.Fprintf(w, "(a fine-tune stage with fewer than 2 trainers is refunded, not paid as agreed: fine-tune audits are not built; both trainers' agents follow the chain before alice posts, and she gives them %d blocks to bid)\n", finetuneBidBlocks)
 	rep := &FinetuneReport{}
 	report.Finetune = rep
 	var err error
@@ -129,21 +132,8 @@ func (d *devnet) finetuneRound(report *Report) error {
 // trainingProvider starts a provider for acct that serves the model and
 // offers fine-tune jobs, priced below prov1 so that it wins them.
 func (d *devnet) trainingProvider(acct account) (*provider, error) {
-	nodeKey, err := p2p.LoadOrCreateKey(filepath.Join(d.home, "p2p", acct.name, "node_key"))
+	p, err := d.newProvider(acct, pricing.PerToken{Base: milliOGPU(50)}, true)
 	if err != nil {
-		return nil, err
-	}
-	p := &provider{acct: acct, price: pricing.PerToken{Base: milliOGPU(50)}}
-	if p.host, p.store, err = d.newHost(acct.name, nodeKey, agent.NewAccess(d.c), d.boot); err != nil {
-		return nil, err
-	}
-	d.onStop(func() { p.host.Close() })
-	d.onStop(func() {
-		if p.agent != nil {
-			p.agent.Close()
-		}
-	})
-	if _, err := p.store.PutFile(d.modelPath); err != nil {
 		return nil, err
 	}
 	return p, d.startProvider(p, func(c *agent.ProviderConfig) { c.Pipeline = false })
@@ -156,6 +146,10 @@ func (d *devnet) finetuneJob(data []byte) (*agent.FinetuneResult, error) {
 	var bar atomic.Bool
 	res, err := d.client.RunFinetune(d.ctx, agent.FinetuneJob{
 		Base: d.modelPath, Data: data, Epochs: 3, Stride: 16, Redundancy: 2, MaxPrice: types.OGPU(5), OutDir: d.home,
+		// Twice the default bid window: a fine-tune stage with one trainer
+		// is refunded (fine-tune audits are not built), so both trainers
+		// must get their sealed bids in, on a busy machine too.
+		Windows: market.Windows{Bid: finetuneBidBlocks},
 	}, func(f string, a ...any) {
 		line := "-> " + names.Replace(fmt.Sprintf(f, a...))
 		if bar.Swap(false) {

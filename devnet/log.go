@@ -14,6 +14,9 @@ type logHandler struct {
 	w     io.Writer
 	name  string
 	attrs []slog.Attr
+	// seen, if set, sees every message printed (startProvider waits for
+	// the agent's "provider running").
+	seen func(msg string)
 }
 
 func (l logHandler) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
@@ -30,6 +33,9 @@ func (l logHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(add)
 	b.WriteByte('\n')
+	if l.seen != nil {
+		l.seen(r.Message)
+	}
 	// One write: w serializes writers. A line writer starts it on a line
 	// of its own when a streamed text is being written.
 	if lw, ok := l.w.(lineWriter); ok {
