@@ -143,8 +143,8 @@ func (d *devnet) canarySettled(posted <-chan uint64) (*agent.CanaryStatus, error
 			fmt.Fprintf(d.w, "\n-- job %d was the validator's canary (its seal is hash(validator, hash(known answer, salt)); the salt never left the validator)\n", id)
 			fmt.Fprintf(d.w, "canary job %d, posted from shell %s for prompt %q: settled %s on %x...; the validator's known answer (re-executed) was %x...\n",
 				id, c.Shell.Hex(), c.Prompt, c.Outcome, c.Result[:6], c.Answer[:6])
-			if c.Outcome != "agreed" || c.Result != c.Answer || c.Claimed || j.CanaryBy != (types.Address{}) {
-				return &c, fmt.Errorf("canary %d: outcome %s, claimed %v, CanaryBy %s; want agreed on the known answer, nothing revealed", id, c.Outcome, c.Claimed, j.CanaryBy.Hex())
+			if c.Outcome != market.OutcomeAudited || c.Result != c.Answer || c.Claimed || j.CanaryBy != (types.Address{}) {
+				return &c, fmt.Errorf("canary %d: outcome %s, claimed %v, CanaryBy %s; want audited (agreed, then audited like every agreed task here) on the known answer, nothing revealed", id, c.Outcome, c.Claimed, j.CanaryBy.Hex())
 			}
 			fmt.Fprintf(d.w, "the providers answered it right, so nothing was revealed: on chain job %d stays a job like any other\n", id)
 			return &c, nil

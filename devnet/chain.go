@@ -28,19 +28,29 @@ type account struct {
 // startChain funds the demo accounts in genesis, initializes the home and
 // starts the single-validator chain. The caller closes the node. d.accts
 // are then alice, bob, carol, prov1, prov2, prov3 (the LLM and pipeline
-// rounds' providers), prov4 to prov7 (the split round's) and the
-// validator's operator, in this order.
+// rounds' providers), prov4 to prov7 (the split round's), prov8 and prov9
+// (the fine-tune round's), prov10 and prov11 (the cartel of the audit
+// round), prov12 (the lone bidder) and the validator's operator, in this
+// order.
 func (d *devnet) startChain() (*node.ChainNode, error) {
 	doc := genesis.Default()
 	// No drawn canaries: the script runs the same every time. The validator
 	// agent posts one canary for round 1's job through the path a drawn
 	// one takes (Validator.PostCanary).
 	doc.Params.Market.CanaryRateBps = 0
+	// Every agreed task is audited, so that the cartel round (audit.go)
+	// shows a random audit every time: a network audits one in twenty
+	// (genesis.DefaultMarketParams). The deterrence keeps a network's
+	// stake rule: a caught lie costs at least 20 × its price, and a
+	// provider holds open slots worth at most 1/20 of its stake.
+	doc.Params.Market.AuditRateBps = devnetAuditRateBps
+	doc.Params.Market.DeterrenceBps = devnetDeterrenceBps
 	for _, a := range []struct {
 		name string
 		fund uint64
 	}{{"alice", 1000}, {"bob", 100}, {"carol", 0}, {"prov1", 500}, {"prov2", 500}, {"prov3", 500},
-		{"prov4", 500}, {"prov5", 500}, {"prov6", 500}, {"prov7", 500}, {"prov8", 500}, {"prov9", 500}} {
+		{"prov4", 500}, {"prov5", 500}, {"prov6", 500}, {"prov7", 500}, {"prov8", 500}, {"prov9", 500},
+		{"prov10", 500}, {"prov11", 500}, {"prov12", 500}} {
 		key, err := crypto.GenerateKey()
 		if err != nil {
 			return nil, err
@@ -87,8 +97,19 @@ func (d *devnet) startChain() (*node.ChainNode, error) {
 		return nil, err
 	}
 	fmt.Fprintf(d.w, "chain is producing blocks (node %s, validator operator %s)\n", n.NodeInfo().ID(), validator.addr.Hex())
+	def := genesis.DefaultMarketParams()
+	fmt.Fprintf(d.w, "audit_rate_bps %d: the validators audit EVERY agreed task here, so that you can watch one (a network audits 1 in %d: %d);\n"+
+		"deterrence_bps %d: a caught lie still costs at least %d × its price in stake, as at a network's defaults (%d / %d)\n",
+		devnetAuditRateBps, 10_000/def.AuditRateBps, def.AuditRateBps, devnetDeterrenceBps, devnetDeterrenceBps/devnetAuditRateBps, def.DeterrenceBps, def.AuditRateBps)
 	return n, nil
 }
+
+// The devnet's audit parameters (startChain): every agreed task audited,
+// and the stake at risk on a slot 20 × its price, as at the defaults.
+const (
+	devnetAuditRateBps  = 10_000
+	devnetDeterrenceBps = 200_000
+)
 
 // validator is the validator's operator account.
 func (d *devnet) validator() account { return d.accts[len(d.accts)-1] }

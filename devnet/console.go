@@ -20,10 +20,10 @@ import (
 
 // The devnet serves the web console on loopback from the start of the
 // market rounds (alice's client page, with her key held by the devnet's
-// process), so that a person can watch every round in a browser; round 6
+// process), so that a person can watch every round in a browser; round 8
 // drives it as a browser would.
 
-// ConsoleReport is round 6: a job alice posts through the console's form.
+// ConsoleReport is round 8: a job alice posts through the console's form.
 type ConsoleReport struct {
 	URL string
 	Job uint64
@@ -57,7 +57,7 @@ func (d *devnet) startConsole() error {
 	return nil
 }
 
-// browser is what round 6 uses to drive the console: an HTTP client with
+// browser is what round 8 uses to drive the console: an HTTP client with
 // a cookie jar that sends the Origin a browser sends.
 type browser struct {
 	base string

@@ -3,28 +3,38 @@
 //
 // Run starts a single-validator CometBFT chain (chain ogpu-devnet, 200 ms
 // blocks) in a temporary home, with demo accounts funded in genesis, and
-// makes two transfers and a refused nonce replay. It then starts a
-// validator agent, three provider agents and a client (alice) on loopback
-// libp2p and runs the market rounds in order:
+// makes two transfers and a refused nonce replay. Its genesis audits every
+// agreed task (audit_rate_bps 10000, so that the audits can be watched; a
+// network audits 1 in 20) with a network's stake rule (a caught lie costs
+// at least 20 × its price). It then starts a validator agent, three
+// provider agents and a client (alice) on loopback libp2p and runs the
+// market rounds in order:
 //
 //  1. an LLM job (stories260K on llama.cpp, two replicas) whose winners
-//     agree and are paid, beside a canary the validator agent posts that
-//     looks like alice's job and settles on its known answer;
+//     agree, are audited and paid, beside a canary the validator agent
+//     posts that looks like alice's job and settles on its known answer;
 //  2. the same job with prov2 restarted as a liar: the validator's
 //     re-generation differs from its output, and it is slashed and
 //     tombstoned while alice still gets the verified text;
-//  3. an encrypted 3-stage CKKS pipeline job that alice decrypts and
+//  3. a cartel (audit.go): prov10 and prov11 lie the same way and underbid
+//     everyone, so they hold both slots and their results agree; the
+//     random audit drawn from the beacon re-executes the task, and both
+//     are slashed and tombstoned while alice is compensated;
+//  4. a lone bidder (audit.go): a job only prov12 can take (it asks for
+//     more stake than the others have) runs on its one slot and is
+//     audited before it is paid: "audited", not "agreed";
+//  5. an encrypted 3-stage CKKS pipeline job that alice decrypts and
 //     compares with the plaintext model;
-//  4. a split inference job: the model cut into 2 layer slices, served by
+//  6. a split inference job: the model cut into 2 layer slices, served by
 //     four more providers (prov4 to prov7, two per stage, each running its
 //     slice in a supervised worker process), run as 2 replica chains in
 //     lockstep; prov5, in stage 0, nudges the residuals it sends, so the
 //     text is still the whole model's but the chain finds the stage whose
 //     outputs differ on the same input, the validator agent re-executes it
-//     and the liar is slashed and tombstoned, while the honest stage 1 of
-//     its chain is paid. Split inference is not confidential, and the
-//     round says so;
-//  5. the Ethereum bridge, against go-ethereum's simulated backend in this
+//     and the liar is slashed and tombstoned, while stage 1 of the honest
+//     chain is audited and paid. Split inference is not confidential, and
+//     the round says so;
+//  7. the Ethereum bridge, against go-ethereum's simulated backend in this
 //     process (the bridge is on from genesis, named at the address the
 //     contract will have): the validator registers its bridge key, the
 //     token and bridge are deployed with the chain's valset 0 and lock
@@ -34,13 +44,17 @@
 //     pays an LLM job with it and withdraws 20 oGPU to Ethereum, which the
 //     validator signs, a relayer pays on Ethereum, and the attested
 //     Withdrawn event closes; both chains' books are printed and must
-//     agree (locked on Ethereum = 21M − the app-chain's reserve).
-//  6. The OpenAI-compatible gateway (gateway.go): alice serves the
+//     agree (locked on Ethereum = 21M − the app-chain's reserve);
+//  8. a job posted through the web console's form (console.go);
+//  9. the OpenAI-compatible gateway (gateway.go): alice serves the
 //     gateway on loopback in session mode; it buys a session from prov1
 //     and prov3 by auction and answers two chat completions over HTTP
 //     with vouchers and no transaction; prov3 restarts as a liar, the
 //     third answer's lanes differ, the gateway disputes both receipts,
-//     the validator agent judges them and the chain slashes prov3.
+//     the validator agent judges them and the chain slashes prov3;
+//  10. fine-tuning (finetune.go): prov8 and prov9 train alice's text and
+//     agree; then prov9 perturbs one step and loses the step-bisection
+//     game.
 //
 // The transcript has the chain's events and the agents' log lines as they
 // happen, and the balances with the supply check (everything adds up to
@@ -57,8 +71,10 @@
 // with printBalances("after round N"). A round that needs providers
 // configured otherwise restarts them with stopProvider and
 // startProvider(p, configure), as liarRound does; one that needs more
-// providers makes them as splitRound does (a host from newHost, closed
-// through onStop) with accounts funded in startChain's genesis. A
+// providers makes them with newProvider, as cartelRound does (splitRound
+// builds its own: its stores hold slices), with accounts funded in
+// startChain's genesis; startProvider returns once the agent follows the
+// chain, so a job posted next is one it sees. A
 // goroutine of its own goes through goAgent, so that the agents' stop
 // waits for it. Split stages run in child processes of this executable
 // (runtime/stagehost): its main calls stagehost.MaybeServe first, as
@@ -100,21 +116,25 @@ type Report struct {
 	Liar        types.Address
 	LiarSlashed bool
 	Height      int64
-	// Pipeline is the encrypted 3-stage job of round 3; Plaintext the same
+	// Pipeline is the encrypted 3-stage job of round 5; Plaintext the same
 	// model's output computed in the clear on the same input.
 	Pipeline  *agent.PipelineResult
 	Plaintext []float64
 	// Canary is the canary the validator agent posted during round 1.
 	Canary *agent.CanaryStatus
-	// Split is the split inference job of round 4.
+	// Cartel is round 3, the cartel caught by a random audit; Lone round
+	// 4, the lone bidder audited before it is paid (audit.go).
+	Cartel *CartelReport
+	Lone   *LoneReport
+	// Split is the split inference job of round 6.
 	Split *SplitReport
-	// Bridge is round 5's trip through the Ethereum bridge.
+	// Bridge is round 7's trip through the Ethereum bridge.
 	Bridge *BridgeReport
-	// Gateway is round 7: the OpenAI-compatible gateway over a session.
+	// Gateway is round 9: the OpenAI-compatible gateway over a session.
 	Gateway *GatewayReport
-	// Console is round 6: a job posted through the web console.
+	// Console is round 8: a job posted through the web console.
 	Console *ConsoleReport
-	// Finetune is round 8: fine-tune jobs, agreed and with a liar.
+	// Finetune is round 10: fine-tune jobs, agreed and with a liar.
 	Finetune *FinetuneReport
 	// Metrics are the ogpu_app_* families scraped from the devnet's
 	// /metrics after each round, summed over their labels.
@@ -173,6 +193,8 @@ func Run(ctx context.Context, w io.Writer, opts Options) (*Report, error) {
 	if err := d.marketRounds(report, []func(*Report) error{
 		d.agreedRound,
 		d.liarRound,
+		d.cartelRound,
+		d.loneBidderRound,
 		d.pipelineRound,
 		d.splitRound,
 		d.bridgeRound,

@@ -15,7 +15,7 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// FinetuneReport is round 8: alice fine-tunes the providers' model on a
+// FinetuneReport is round 10: alice fine-tunes the providers' model on a
 // text she wrote, then again with a provider that perturbs one step.
 type FinetuneReport struct {
 	// Agreed is the job the two providers agreed on; Before and After the

@@ -22,7 +22,7 @@ import (
 	"github.com/ogpu-network/ogpu/types"
 )
 
-// GatewayReport is round 7: alice's OpenAI-compatible gateway in session
+// GatewayReport is round 9: alice's OpenAI-compatible gateway in session
 // mode.
 type GatewayReport struct {
 	// Session is the session the answers came over; Answers their texts

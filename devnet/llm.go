@@ -23,10 +23,12 @@ func (d *devnet) storyJob() agent.LLMJob {
 }
 
 // agreedRound is an LLM job the two winners agree on, with a canary the
-// validator agent posts beside it (canary.go).
+// validator agent posts beside it (canary.go). Both are drawn for a
+// random audit (the devnet audits every agreed task) and upheld:
+// "audited".
 func (d *devnet) agreedRound(report *Report) error {
 	canary := d.canaryDuringNextJob(d.accts[0].addr)
-	if _, err := d.llmRound(report, "an LLM job the two winners agree on"); err != nil {
+	if _, err := d.llmRound(report, "an LLM job the two winners agree on, then audited (as every agreed task here)"); err != nil {
 		return err
 	}
 	var err error
@@ -66,20 +68,12 @@ func (d *devnet) llmRound(report *Report, title string) (*agent.LLMResult, error
 	w, job := d.w, d.storyJob()
 	n := d.beginRound(title)
 	fmt.Fprintf(w, "alice: ogpu job run --prompt %q --max-tokens %d --redundancy 2 --max-price 5ogpu\n", job.Prompt, job.MaxTokens)
-	names := d.names()
-	var streaming atomic.Bool // the stream and the chain events come from different goroutines
-	res, err := d.client.RunLLM(d.ctx, job, func(f string, a ...any) {
-		line := "-> " + names.Replace(fmt.Sprintf(f, a...))
-		if streaming.Swap(false) {
-			line = "\n" + line
-		}
-		fmt.Fprintln(w, line)
-	}, func(piece string) {
-		if !streaming.Swap(true) {
-			piece = "-> streamed from the first winner: " + job.Prompt + piece
-		}
-		fmt.Fprint(w, piece)
-	})
+	watch, err := d.watchAudit(d.accts[0].addr)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.runLLM(job)
+	watch.wait(res)
 	if err != nil {
 		return nil, err
 	}
@@ -92,4 +86,24 @@ func (d *devnet) llmRound(report *Report, title string) (*agent.LLMResult, error
 		types.FormatAmount(res.ValidatorFee), res.Completed-res.Posted, res.Elapsed.Round(time.Millisecond))
 	report.Rounds = append(report.Rounds, res)
 	return res, d.printBalances(fmt.Sprintf("after round %d", n))
+}
+
+// runLLM runs alice's job, printing the chain's events and the streamed
+// text as they come. The result is RunLLM's, also with an error (a job
+// that ended without a verified result still says how it ended).
+func (d *devnet) runLLM(job agent.LLMJob) (*agent.LLMResult, error) {
+	w, names := d.w, d.names()
+	var streaming atomic.Bool // the stream and the chain events come from different goroutines
+	return d.client.RunLLM(d.ctx, job, func(f string, a ...any) {
+		line := "-> " + names.Replace(fmt.Sprintf(f, a...))
+		if streaming.Swap(false) {
+			line = "\n" + line
+		}
+		fmt.Fprintln(w, line)
+	}, func(piece string) {
+		if !streaming.Swap(true) {
+			piece = "-> streamed from the first winner: " + job.Prompt + piece
+		}
+		fmt.Fprint(w, piece)
+	})
 }

@@ -56,7 +56,7 @@ func (d *devnet) splitRound(report *Report) error {
 	ctx, w := d.ctx, d.w
 	n := d.beginRound("split inference: 2 stages × 2 replica chains, a lying stage-0 provider")
 	fmt.Fprintln(w, "split inference is NOT confidential: stage 0 reads the prompt's tokens, stage 1 reads residuals from which the prompt can be recovered")
-	fmt.Fprintln(w, "and every generated token, and so does a validator that re-executes a stage in a dispute. Only the CKKS pipeline (round 3) hides the data.")
+	fmt.Fprintln(w, "and every generated token, and so does a validator that re-executes a stage in a dispute. Only the CKKS pipeline (the round before this one) hides the data.")
 
 	// The cut. Slicing is a deterministic copy: whoever cuts the same
 	// model the same way gets the same files and hashes, so a slice is a
