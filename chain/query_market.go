@@ -56,8 +56,9 @@ type TaskView struct {
 	Votes           []VoteView      `json:"votes,omitempty"`
 	// Audit is why the task's vote is an audit ("short": fewer than r
 	// agreeing results), empty for a dispute or no vote. Outcome is how a
-	// settled task settled, and Verified whether that is a verified
-	// result (market.VerifiedOutcome: agreed, verdict, audited, games).
+	// settled task settled, and Verified whether it settled on a verified
+	// result some provider delivered (market.VerifiedOutcome, and a slot
+	// revealed the verdict: a verdict that rejected every result is not).
 	Audit    string `json:"audit,omitempty"`
 	Outcome  string `json:"outcome,omitempty"`
 	Verified bool   `json:"verified"`
@@ -264,7 +265,7 @@ func jobView(r store.KV, j *market.Job, h uint64) JobView {
 		}
 		tv := TaskView{Stage: s, Status: t.Status.String(), Price: j.Prices[s], CommitDeadline: t.CommitDeadline,
 			RevealDeadline: t.RevealDeadline, DisputeDeadline: t.DisputeDeadline, Verdict: t.Verdict, Backups: t.Backups,
-			Audit: t.Audit, Outcome: t.Outcome, Verified: t.Status == verifier.TaskSettled && market.VerifiedOutcome(t.Outcome)}
+			Audit: t.Audit, Outcome: t.Outcome, Verified: taskVerified(t)}
 		for _, sl := range t.Slots {
 			sv := SlotView{Provider: sl.Provider, Committed: sl.Committed, Revealed: sl.Revealed, NoShow: sl.NoShow, Checked: sl.Checked}
 			if sl.InputReport != 0 {
@@ -549,4 +550,18 @@ func validatorView(p genesis.StakingParams, ek escrow.Keeper, op types.Address, 
 	return ValidatorView{Name: v.Name, Operator: op, PubKey: v.PubKey, Power: uint64(ek.ReportedPower(v.PubKey)),
 		Stake: ek.Bonded(op), Jailed: v.Jailed, JailedUntil: v.JailedUntil, Tombstoned: v.Tombstoned, Missed: v.Missed,
 		Active: ek.IsActiveValidator(p, op)}
+}
+
+// taskVerified reports whether a settled task's result is verified and was
+// delivered: a verified outcome and a live slot that revealed it.
+func taskVerified(t *verifier.Task) bool {
+	if t.Status != verifier.TaskSettled || !market.VerifiedOutcome(t.Outcome) {
+		return false
+	}
+	for i := range t.Slots {
+		if s := &t.Slots[i]; s.Revealed && s.Result == t.Verdict {
+			return true
+		}
+	}
+	return false
 }

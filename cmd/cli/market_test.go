@@ -461,29 +461,29 @@ func TestMarketDisputeSlashesLiar(t *testing.T) {
 	out := e.ok("tx", "dispute", "open", job, "0", "--from", "validator")
 	mustContain(t, "vote", out, "the stage settled verdict on "+truth)
 
-	// p2 lost the stake at risk on its 6 oGPU slot, 6 × 10000 / 500 = 120
-	// oGPU (more than half its 200: market/deterrence.go); half of that
-	// went to the client, the rest was burned. The client also got p2's
-	// 6 oGPU back.
+	// p2 lost half its 200 oGPU stake (random audits, and with them the
+	// slash floor by the price, are off in this harness:
+	// market/deterrence.go); half of that went to the client, the rest was
+	// burned. The client also got p2's 6 oGPU back.
 	p2 := e.providerView("p2")
-	if !p2.Jailed || !p2.Tombstoned || !p2.Bonded.Eq(types.OGPU(80)) || p2.Reputation.Lost != 1 {
+	if !p2.Jailed || !p2.Tombstoned || !p2.Bonded.Eq(types.OGPU(100)) || p2.Reputation.Lost != 1 {
 		t.Fatalf("liar after the verdict: %+v bonded %s", p2.Provider, types.FormatAmount(p2.Bonded))
 	}
 	mustContain(t, "provider text", e.ok("query", "provider", "p2"), "tombstoned for fraud")
-	if got := new(uint256.Int).Sub(e.balance("client"), clientBefore); !got.Eq(types.OGPU(66)) {
-		t.Fatalf("the client got %s, want 60ogpu compensation + 6ogpu refund", types.FormatAmount(got))
+	if got := new(uint256.Int).Sub(e.balance("client"), clientBefore); !got.Eq(types.OGPU(56)) {
+		t.Fatalf("the client got %s, want 50ogpu compensation + 6ogpu refund", types.FormatAmount(got))
 	}
-	if got := new(uint256.Int).Sub(e.supply().Burned, burnedBefore); !got.Eq(types.OGPU(60)) {
-		t.Fatalf("burned %s, want 60ogpu", types.FormatAmount(got))
+	if got := new(uint256.Int).Sub(e.supply().Burned, burnedBefore); !got.Eq(types.OGPU(50)) {
+		t.Fatalf("burned %s, want 50ogpu", types.FormatAmount(got))
 	}
 	if got := new(uint256.Int).Sub(e.balance("p1"), p1Before); !got.Eq(types.OGPU(6)) {
 		t.Fatalf("the honest provider got %s, want 6ogpu", types.FormatAmount(got))
 	}
 	j = e.job(id)
-	if j.StateName != "completed" || !j.Compensated.Eq(types.OGPU(60)) || j.Tasks[0].Verdict.Hex()[2:] != truth {
+	if j.StateName != "completed" || !j.Compensated.Eq(types.OGPU(50)) || j.Tasks[0].Verdict.Hex()[2:] != truth {
 		t.Fatalf("job after the verdict: %s compensated %s verdict %x", j.StateName, types.FormatAmount(j.Compensated), j.Tasks[0].Verdict)
 	}
-	mustContain(t, "job text", e.ok("query", "job", job), "(wrong: slashed)", "vote by "+e.addr["validator"].Hex(), "compensated 60ogpu")
+	mustContain(t, "job text", e.ok("query", "job", job), "(wrong: slashed)", "vote by "+e.addr["validator"].Hex(), "compensated 50ogpu")
 	// A tombstoned provider cannot come back.
 	_, err = e.fails("tx", "provider", "unjail", "--from", "p2")
 	errContains(t, "unjail a tombstoned provider", err, "tombstoned")
