@@ -115,7 +115,7 @@ func buildAuctionStateTo(jobs, perJob int, revealed bool) (*auctionBench, error)
 	for i := range keys {
 		name := fmt.Sprintf("bench provider %d", i)
 		keys[i], addrs[i] = testKey(name), addrOf(name)
-		d.Accounts = append(d.Accounts, genesis.Account{Address: addrs[i], Balance: types.OGPU(200)})
+		d.Accounts = append(d.Accounts, genesis.Account{Address: addrs[i], Balance: types.OGPU(300)})
 	}
 	d.Sort()
 	if err := d.Validate(); err != nil {
@@ -168,7 +168,10 @@ func buildAuctionStateTo(jobs, perJob int, revealed bool) (*auctionBench, error)
 	var txs [][]byte
 	for i, k := range keys {
 		info := market.ProviderInfo{PeerID: fmt.Sprintf("peer-%d", i), Attributes: []string{"gpu/vendor/nvidia/model/h100/ram/80Gi", "ram/256Gi"}, Runtimes: []string{"llama.cpp"}, Class: "cuda"}
-		txs = append(txs, sign(k, 0, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: d.Params.Staking.MinProviderStake}).Raw()))
+		// The stake at risk on one slot at the 10 oGPU cap (market
+		// deterrence.go: 20 × the price at the defaults).
+		bond := market.AtRisk(d.Params.Market, types.OGPU(10))
+		txs = append(txs, sign(k, 0, (&market.MsgRegisterProvider{Info: info}).Raw(), (&escrow.MsgBond{Amount: bond}).Raw()))
 	}
 	if err := block(txs); err != nil {
 		return nil, err

@@ -86,6 +86,9 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 	ctx := context.Background()
 	d := genesis.Default()
 	d.Params.Market.RetainBlocks = retain
+	// Random audits, and with them the exposure cap, off: each provider
+	// here holds ~120 slots at once, and what grows is the jobs' state.
+	d.Params.Market.AuditRateBps = 0
 	d.Validators = []genesis.Validator{{Name: "val", Operator: addrOf("val"), PubKey: testValKey(1), Stake: types.OGPU(10_000)}}
 	client := testKey("state client")
 	d.Accounts = append(d.Accounts, genesis.Account{Address: addrOf("state client"), Balance: types.OGPU(10 * uint64(jobs))})
@@ -213,9 +216,12 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 		}
 		return out
 	}
-	// Block 2 + b: cohort b is posted, b-1 claimed, b-2 committed, b-3
-	// revealed (settled at the end of b-3 + canary_blocks).
-	for b := 0; b < cohorts+3; b++ {
+	// Block 2 + b: cohort b is posted, b-1 claimed, b-6 committed, b-7
+	// revealed (settled at the end of b-7 + canary_blocks). A pool job
+	// takes claims until 4 blocks after its post and is awarded a block
+	// later, once the beacon value of its last claim height is final
+	// (market/pool.go): cohort b-6, posted at 2 + b - 6, runs from 2 + b - 1.
+	for b := 0; b < cohorts+7; b++ {
 		txs = nil
 		if b < cohorts {
 			var posts []types.RawMsg
@@ -229,10 +235,10 @@ func runStateGrowth(tb testing.TB, jobs int, retain uint64) stateGrowth {
 			}
 		}
 		txs = append(txs, perProv(b-1, func(id uint64, _ int) types.RawMsg { return (&market.MsgClaimTask{Job: id}).Raw() })...)
-		txs = append(txs, perProv(b-2, func(id uint64, p int) types.RawMsg {
+		txs = append(txs, perProv(b-6, func(id uint64, p int) types.RawMsg {
 			return (&verifier.MsgCommitResult{Job: id, Commitment: verifier.ResultCommitment(result, salt, addrOf(fmt.Sprintf("state provider %d", p)))}).Raw()
 		})...)
-		txs = append(txs, perProv(b-3, func(id uint64, _ int) types.RawMsg {
+		txs = append(txs, perProv(b-7, func(id uint64, _ int) types.RawMsg {
 			return (&verifier.MsgRevealResult{Job: id, Result: result, Salt: salt}).Raw()
 		})...)
 		block(txs, true)
