@@ -317,6 +317,30 @@ func (v *Validator) handle(ctx context.Context, d dispute) {
 	}
 }
 
+// reexecuteRetrying re-executes a task, trying again (after 1 s, doubling
+// to 8 s) while work lasts: a failure to fetch an input or a model often
+// passes (a provider that does not serve it yet, a peer being dialled, a
+// restarted node). Audits made validator votes common, and a vote missed
+// is slashed: a soak-like run (make test's TestPerturbationShort) saw three
+// of four validators give up on their first fetch of an audited pipeline
+// stage's input ("no peer served its manifest") and miss the vote.
+func (v *Validator) reexecuteRetrying(work context.Context, job uint64, stage uint16) (*Recheck, error) {
+	wait := time.Second
+	for {
+		rc, err := v.Reexecute(work, job, stage)
+		if err == nil || work.Err() != nil {
+			return rc, err
+		}
+		v.Logger.Warn("re-execution failed: trying again", "job", job, "stage", stage, "in", wait, "err", err)
+		select {
+		case <-work.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 8*time.Second)
+	}
+}
+
 // Verdict is how one revealed output compares with the validator's own
 // re-execution.
 type Verdict struct {
@@ -339,7 +363,7 @@ type Recheck struct {
 // ctx, so that a vote sent just before the deadline is still followed to
 // its block.
 func (v *Validator) check(work, ctx context.Context, job uint64, stage uint16, deadline uint64) error {
-	rc, err := v.Reexecute(work, job, stage)
+	rc, err := v.reexecuteRetrying(work, job, stage)
 	if err != nil {
 		return err
 	}
