@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/cometbft/cometbft/libs/log"
 
 	"github.com/ogpu-network/ogpu/beacon"
 	"github.com/ogpu-network/ogpu/escrow"
+	"github.com/ogpu-network/ogpu/internal/atomicfile"
 	"github.com/ogpu-network/ogpu/store"
 	"github.com/ogpu-network/ogpu/types"
 )
@@ -89,27 +89,8 @@ func (s *BeaconSeed) rotate() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := atomicfile.Write(s.path, bz, 0o600); err != nil {
 		return fmt.Errorf("cannot write the beacon seed: %w", err)
-	}
-	if _, err := f.Write(bz); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return err
 	}
 	s.seed = seed
 	s.chain = beacon.NewChain(seed, BeaconChainLength)
