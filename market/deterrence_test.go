@@ -129,3 +129,28 @@ func TestCloseKeepsOnlyWhatStakeBacks(t *testing.T) {
 		t.Fatalf("prov1's exposure %s, want stage 0's price 3", got.Dec())
 	}
 }
+
+// TestUnbondingDoesNotEscapeTheSlash: a lone liar that unbonds all its
+// stake right after the award, to leave nothing to slash, still loses the
+// stake at risk on its slot: unbonding stake stays slashable (unbonding
+// outlasts every job) and the audit's fraud slash takes it from there.
+func TestUnbondingDoesNotEscapeTheSlash(t *testing.T) {
+	n := marketNet(t, genesis.DefaultParams())
+	id := n.post(client, auctionJob(2, types.OGPU(5)))
+	n.bid(prov1, id, 0, types.OGPU(5))
+	n.advanceTo(n.job(id).BidEnd + 1)
+	n.revealBid(prov1, id, 0, types.OGPU(5))
+	n.advanceTo(n.job(id).RevealEnd + 1)
+	n.must("unbond everything", func(k *Keeper) error { return k.esc.Unbond(prov1, k.esc.Bonded(prov1), n.height+n.params.Staking.UnbondingBlocks) })
+	before := n.esc().UnbondingTotal(prov1)
+	n.loneResult(prov1, id, hashOf("a lie"))
+	n.advanceTo(n.task(id, 0).RevealDeadline + 1)
+	n.vote(id, 0, hashOf("the truth"), addrOf("val"))
+	lost := new(uint256.Int).Sub(before, n.esc().UnbondingTotal(prov1))
+	if want := AtRisk(n.params.Market, types.OGPU(5)); lost.Lt(want) {
+		t.Fatalf("the liar that unbonded lost %s, want at least the %s at risk on its slot", lost.Dec(), want.Dec())
+	}
+	if j := n.job(id); !j.Paid.IsZero() {
+		t.Fatalf("the liar was paid %s", j.Paid.Dec())
+	}
+}
