@@ -141,7 +141,9 @@ func TestUnbondingDoesNotEscapeTheSlash(t *testing.T) {
 	n.advanceTo(n.job(id).BidEnd + 1)
 	n.revealBid(prov1, id, 0, types.OGPU(5))
 	n.advanceTo(n.job(id).RevealEnd + 1)
-	n.must("unbond everything", func(k *Keeper) error { return k.esc.Unbond(prov1, k.esc.Bonded(prov1), n.height+n.params.Staking.UnbondingBlocks) })
+	n.must("unbond everything", func(k *Keeper) error {
+		return k.esc.Unbond(prov1, k.esc.Bonded(prov1), n.height+n.params.Staking.UnbondingBlocks)
+	})
 	before := n.esc().UnbondingTotal(prov1)
 	n.loneResult(prov1, id, hashOf("a lie"))
 	n.advanceTo(n.task(id, 0).RevealDeadline + 1)
